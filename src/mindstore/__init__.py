@@ -1,0 +1,91 @@
+"""mindstore — the memory layer for LLM agents.
+
+Conversation history as a branching message tree with full-text search and non-destructive
+compaction, plus context memory blocks the agent reads, writes, searches and loads through
+generated tools. SQLite by default, PostgreSQL when you outgrow one machine.
+
+Public names are imported lazily so ``import mindstore`` stays fast and optional extras are only
+needed when used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    # errors
+    "BlockNotFoundError": "mindstore.errors",
+    "CompactionError": "mindstore.errors",
+    "ConflictError": "mindstore.errors",
+    "InvalidKeyError": "mindstore.errors",
+    "InvalidMessageError": "mindstore.errors",
+    "MessageNotFoundError": "mindstore.errors",
+    "MindstoreError": "mindstore.errors",
+    "MissingDependencyError": "mindstore.errors",
+    "ReadOnlyBlockError": "mindstore.errors",
+    "SchemaVersionError": "mindstore.errors",
+    "SessionNotFoundError": "mindstore.errors",
+    "StoreError": "mindstore.errors",
+    "TokenBudgetError": "mindstore.errors",
+    # messages, tokens, search
+    "new_message_id": "mindstore.messages",
+    "validate_message": "mindstore.messages",
+    "Tokenizer": "mindstore.tokens",
+    "estimate_message_tokens": "mindstore.tokens",
+    "estimate_string_tokens": "mindstore.tokens",
+    "SearchResult": "mindstore.search",
+    # stores
+    "AUTO": "mindstore.store.base",
+    "UNSET": "mindstore.store.base",
+    "Compaction": "mindstore.store.base",
+    "SessionInfo": "mindstore.store.base",
+    "Store": "mindstore.store.base",
+    "SQLiteStore": "mindstore.store",
+    "PostgresStore": "mindstore.store",
+    "open_store": "mindstore.store",
+    # session
+    "MessageNode": "mindstore.session",
+    "RecentHistory": "mindstore.session",
+    "Session": "mindstore.session",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from mindstore.errors import (
+        BlockNotFoundError,
+        CompactionError,
+        ConflictError,
+        InvalidKeyError,
+        InvalidMessageError,
+        MessageNotFoundError,
+        MindstoreError,
+        MissingDependencyError,
+        ReadOnlyBlockError,
+        SchemaVersionError,
+        SessionNotFoundError,
+        StoreError,
+        TokenBudgetError,
+    )
+    from mindstore.messages import new_message_id, validate_message
+    from mindstore.search import SearchResult
+    from mindstore.session import MessageNode, RecentHistory, Session
+    from mindstore.store import PostgresStore, SQLiteStore, open_store
+    from mindstore.store.base import AUTO, UNSET, Compaction, SessionInfo, Store
+    from mindstore.tokens import Tokenizer, estimate_message_tokens, estimate_string_tokens
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mindstore' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

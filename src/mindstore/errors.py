@@ -1,0 +1,98 @@
+"""Every deliberate error mindstore raises.
+
+The tree::
+
+    MindstoreError
+    ├── InvalidMessageError      (also ValueError)   a message failed validation; nothing written
+    ├── MessageNotFoundError     (also LookupError)  an id that does not exist in this session
+    ├── SessionNotFoundError     (also LookupError)  no session with that id in this namespace
+    ├── InvalidKeyError          (also ValueError)   a skill/entry key that could escape its root
+    ├── ConflictError                                compare-and-append lost the race
+    ├── BlockNotFoundError       (also LookupError)  no context block with that label
+    ├── ReadOnlyBlockError                           the block cannot be written
+    ├── TokenBudgetError                             a write would exceed the block's max_tokens
+    ├── CompactionError                              no compaction function, or an invalid result
+    ├── SchemaVersionError                           the database was written by a newer mindstore
+    ├── StoreError                                   a driver failure (original on __cause__)
+    └── MissingDependencyError   (also ImportError)  an optional extra is not installed
+
+Invariant: an operation that raises any of these has changed nothing in the store.
+Messages say what was wrong and what to do about it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BlockNotFoundError",
+    "CompactionError",
+    "ConflictError",
+    "InvalidKeyError",
+    "InvalidMessageError",
+    "MessageNotFoundError",
+    "MindstoreError",
+    "MissingDependencyError",
+    "ReadOnlyBlockError",
+    "SchemaVersionError",
+    "SessionNotFoundError",
+    "StoreError",
+    "TokenBudgetError",
+]
+
+
+class MindstoreError(Exception):
+    """Base class of every error mindstore raises on purpose."""
+
+
+class InvalidMessageError(MindstoreError, ValueError):
+    """A message is malformed; the message names the offending field. Nothing was written."""
+
+
+class MessageNotFoundError(MindstoreError, LookupError):
+    """A message id does not exist in this session."""
+
+
+class SessionNotFoundError(MindstoreError, LookupError):
+    """No session with that id exists in this namespace."""
+
+
+class InvalidKeyError(MindstoreError, ValueError):
+    """A key (skill, entry) is empty, too long or could escape its root."""
+
+
+class ConflictError(MindstoreError):
+    """A compare-and-append found a different latest leaf than expected."""
+
+
+class BlockNotFoundError(MindstoreError, LookupError):
+    """No context block with that label is configured for this session."""
+
+
+class ReadOnlyBlockError(MindstoreError):
+    """The context block is read-only."""
+
+
+class TokenBudgetError(MindstoreError):
+    """A write would push a context block over its ``max_tokens``; nothing changed."""
+
+
+class CompactionError(MindstoreError):
+    """Compaction is not configured, or the compaction function returned an invalid result."""
+
+
+class SchemaVersionError(MindstoreError):
+    """The database schema is newer than this version of mindstore understands."""
+
+
+class StoreError(MindstoreError):
+    """The storage driver failed; the original exception is on ``__cause__``."""
+
+
+class MissingDependencyError(MindstoreError, ImportError):
+    """An optional dependency is missing; the message names the extra to install."""
+
+    def __init__(self, package: str, extra: str) -> None:
+        super().__init__(
+            f"{package} is not installed; install it with: pip install 'mindstore[{extra}]'"
+        )
+        self.package = package
+        self.extra = extra

@@ -1,0 +1,54 @@
+"""Storage backends: the Store protocol, SQLiteStore (default) and PostgresStore."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from mindstore.store.base import Store
+
+if TYPE_CHECKING:
+    from mindstore.store.postgres import PostgresStore
+    from mindstore.store.sqlite import SQLiteStore
+
+__all__ = ["PostgresStore", "SQLiteStore", "Store", "open_store"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SQLiteStore":
+        from mindstore.store.sqlite import SQLiteStore
+
+        return SQLiteStore
+    if name == "PostgresStore":
+        from mindstore.store.postgres import PostgresStore
+
+        return PostgresStore
+    raise AttributeError(name)
+
+
+async def open_store(url: str, **options: Any) -> Store:
+    """Open a store from a URL: ``sqlite:///path``, ``sqlite://:memory:``, ``postgresql://…``.
+
+    A plain path (no scheme) opens a SQLite file.
+
+    Raises:
+        ValueError: unknown scheme.
+        MissingDependencyError: ``postgresql://`` without the ``postgres`` extra.
+    """
+    if url.startswith(("postgresql://", "postgres://")):
+        from mindstore.store.postgres import PostgresStore
+
+        return await PostgresStore.open(url, **options)
+    if url.startswith("sqlite://"):
+        # sqlite:///rel.db -> rel.db; sqlite:////abs.db -> /abs.db; sqlite://:memory: -> :memory:
+        rest = url[len("sqlite://") :]
+        path = rest[1:] if rest.startswith("/") else rest
+        from mindstore.store.sqlite import SQLiteStore
+
+        return SQLiteStore(path or ":memory:", **options)
+    if "://" in url:
+        raise ValueError(
+            f"unsupported store URL {url!r}: use sqlite:///path, sqlite://:memory: or postgresql://…"
+        )
+    from mindstore.store.sqlite import SQLiteStore
+
+    return SQLiteStore(url, **options)
