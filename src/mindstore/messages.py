@@ -141,9 +141,7 @@ def validate_message(message: Any, *, generate_id: bool = True) -> Message:
     validate_id(copy["id"], "message.id")
     role = copy.get("role")
     if role not in ROLES:
-        raise InvalidMessageError(
-            f"message.role must be one of {sorted(ROLES)}, got {role!r:.80}"
-        )
+        raise InvalidMessageError(f"message.role must be one of {sorted(ROLES)}, got {role!r:.80}")
     parts = copy.get("parts")
     if not isinstance(parts, list):
         raise InvalidMessageError(
@@ -151,8 +149,10 @@ def validate_message(message: Any, *, generate_id: bool = True) -> Message:
         )
     for i, part in enumerate(parts):
         _check_part(part, f"message.parts[{i}]")
-    if "metadata" in copy and copy["metadata"] is not None and not isinstance(
-        copy["metadata"], dict
+    if (
+        "metadata" in copy
+        and copy["metadata"] is not None
+        and not isinstance(copy["metadata"], dict)
     ):
         raise InvalidMessageError("message.metadata must be an object (dict) when present")
     return copy
@@ -171,9 +171,7 @@ def _check_part(part: Any, where: str) -> None:
         call_id = part.get("toolCallId")
         if not isinstance(call_id, str) or not call_id:
             raise InvalidMessageError(f"{where}.toolCallId must be a non-empty string")
-        if t == "dynamic-tool" and not (
-            isinstance(part.get("toolName"), str) and part["toolName"]
-        ):
+        if t == "dynamic-tool" and not (isinstance(part.get("toolName"), str) and part["toolName"]):
             raise InvalidMessageError(f"{where}.toolName must be a non-empty string")
         if t != "dynamic-tool" and len(t) <= 5:
             raise InvalidMessageError(f"{where}.type 'tool-' needs a tool name after the dash")

@@ -177,9 +177,9 @@ class Session(ContextMixin, CompactionMixin):
     async def append_message(
         self,
         message: dict[str, Any],
-        parent_id: str | None | _Sentinel = AUTO,
+        parent_id: str | _Sentinel | None = AUTO,
         *,
-        expected_leaf: str | None | _Sentinel = UNSET,
+        expected_leaf: str | _Sentinel | None = UNSET,
     ) -> bool:
         """Insert a message; see DESIGN §3. Returns False when the id already existed.
 

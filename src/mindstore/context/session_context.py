@@ -18,6 +18,12 @@ class ContextMixin:
     async def _after_clear(self) -> None:
         pass
 
+    async def freeze_system_prompt(self) -> str:
+        return ""
+
+    async def refresh_system_prompt(self) -> str:
+        return ""
+
     async def _apply_skill_unloads(
         self, rows: list[StoredMessage], messages: list[dict[str, Any]]
     ) -> list[dict[str, Any]]:

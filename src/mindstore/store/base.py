@@ -188,7 +188,7 @@ class Store(Protocol):
         key: SessionKey,
         items: Sequence[NewMessage],
         *,
-        expected_leaf: str | None | _Sentinel = UNSET,
+        expected_leaf: str | _Sentinel | None = UNSET,
     ) -> list[bool]:
         """Insert ``items`` in order, in one transaction; return per item whether it was new.
 
@@ -207,6 +207,11 @@ class Store(Protocol):
 
     async def get_messages(self, key: SessionKey, ids: Sequence[str]) -> list[StoredMessage]:
         """The stored messages among ``ids`` (unknown ids are left out), ordered by seq."""
+        ...
+
+    async def all_messages(self, key: SessionKey) -> list[StoredMessage]:
+        """Every message of the session (all branches), in insertion (seq) order — for export,
+        fork and model checks. Parents always come before their children."""
         ...
 
     async def path(self, key: SessionKey, leaf_id: str | None) -> list[StoredMessage]:
@@ -305,6 +310,13 @@ class Store(Protocol):
         ...
 
     async def delete_block(self, key: ScopeKey) -> None: ...
+
+    async def list_blocks(
+        self, namespace: str, session_id: str | None
+    ) -> list[tuple[ScopeKey, str]]:
+        """Stored blocks visible to a session: its own (session_id=that session) plus the
+        namespace-scoped ones (session_id=None); with ``session_id=None`` only the latter."""
+        ...
 
     # ---- frozen system prompt ----------------------------------------------------------------
     async def get_prompt(self, key: SessionKey) -> str | None: ...
