@@ -50,6 +50,8 @@ _EXPORTS: dict[str, str] = {
     "MessageNode": "mindstore.session",
     "RecentHistory": "mindstore.session",
     "Session": "mindstore.session",
+    # manager
+    "SessionManager": "mindstore.manager",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -70,6 +72,7 @@ if TYPE_CHECKING:
         StoreError,
         TokenBudgetError,
     )
+    from mindstore.manager import SessionManager
     from mindstore.messages import new_message_id, validate_message
     from mindstore.search import SearchResult
     from mindstore.session import MessageNode, RecentHistory, Session

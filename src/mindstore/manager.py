@@ -1,0 +1,570 @@
+"""SessionManager: many conversations of one namespace, cross-session search (DESIGN §7).
+
+An agent serving a user has many conversations. :class:`SessionManager` is the registry of the
+sessions of one *namespace* (DESIGN §1.1): it creates, lists, renames, forks, splits and deletes
+them, accumulates usage, searches across them and hands out configured :class:`Session` objects.
+
+Design and invariants:
+
+* **Isolation.** Every call is scoped to ``(namespace, session_id)`` keys of the manager's own
+  namespace; the store never receives another namespace, so nothing of another namespace can
+  be read, searched, listed, modified or deleted through a manager.
+* **Configuration.** The builder methods of :class:`Session` (``with_context``,
+  ``with_cached_prompt``, ``on_compaction``, ``compact_after``, ``on_compaction_error``) plus
+  :meth:`SessionManager.with_searchable_history` are validated at once (on a prototype session,
+  no I/O) and recorded; they are replayed, in order, on every session the manager hands out —
+  including sessions already handed out and cached.
+* **Appends.** :meth:`SessionManager.append` goes through :meth:`Session.append_message`.
+  :meth:`SessionManager.append_all` validates every message first (row-size limit applied),
+  then inserts the whole batch in ONE store transaction — all or nothing — chained: the first
+  message attaches to ``parent_id`` (default: the latest leaf), each following one to its
+  predecessor. Auto-compaction then runs as after single appends.
+* **Fork** copies the root→``at_message_id`` path with the same message ids and parent links,
+  plus the compaction overlays whose whole range lies in the copied path (kept as overlays, not
+  materialised; supersession preserved among the copied ones; reverted overlays are not
+  copied) and the loaded-skill state. Context blocks are not copied (namespace-scoped blocks
+  are shared anyway). The copied messages get new ``created_at``/``seq`` values. The fork is
+  several store calls; if one fails, the half-made fork is deleted again and the source is
+  never written.
+* **Split** (:meth:`SessionManager.compact_and_split`) seeds the new session with one **user**
+  message ``[Context from previous session]\\n\\n<summary>``: model APIs (Anthropic) require a
+  conversation to start with a user turn, so a user-role seed converts to every format.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from mindstore.context.spec import Scope
+from mindstore.errors import ConflictError, MessageNotFoundError, SessionNotFoundError
+from mindstore.messages import new_message_id, validate_id
+from mindstore.search import SearchResult, parse_query
+from mindstore.session import DEFAULT_MAX_MESSAGE_BYTES, Session
+from mindstore.store.base import AUTO, NewMessage, SessionInfo, SessionKey, Store, _Sentinel
+from mindstore.tokens import Tokenizer
+from mindstore.tools import Tool, ToolSet
+
+__all__ = [
+    "SPLIT_CONTEXT_PREFIX",
+    "SessionHistoryProvider",
+    "SessionManager",
+    "format_session_search",
+]
+
+SPLIT_CONTEXT_PREFIX = "[Context from previous session]"
+"""First line of the message that seeds a session created by ``compact_and_split``."""
+
+NO_RESULTS = "No results found."
+SEARCH_TOOL_LIMIT = 10
+"""Results the ``session_search`` tool and the searchable-history block return."""
+MAX_RESULT_CHARS = 2000
+"""Longer message texts are cut in tool results so one hit cannot flood the context."""
+MAX_LIST_LIMIT = 1000
+
+_BuilderCall = tuple[str, tuple[Any, ...], dict[str, Any]]
+
+
+def format_session_search(results: Sequence[SearchResult]) -> str:
+    """Render hits as ``[role] text`` blocks joined by ``\\n---\\n`` (DESIGN §4.6).
+
+    A message with no text (a hit on tool calls only) shows its snippet; texts longer than
+    2,000 characters are cut with ``...``. No hits → ``No results found.``
+    """
+    if not results:
+        return NO_RESULTS
+    blocks = []
+    for r in results:
+        text = r.text if r.text.strip() else r.snippet
+        if len(text) > MAX_RESULT_CHARS:
+            text = text[:MAX_RESULT_CHARS] + "..."
+        blocks.append(f"[{r.role}] {text}")
+    return "\n---\n".join(blocks)
+
+
+class SessionHistoryProvider:
+    """A read-only searchable context block over a namespace's past conversations.
+
+    ``get()`` → ``N sessions available for search.``; ``search(query)`` answers through
+    :meth:`SessionManager.search` (so it works through the ``search_context`` tool) and
+    returns ``None`` when nothing matches. Created by
+    :meth:`SessionManager.with_searchable_history`.
+    """
+
+    def __init__(self, manager: SessionManager) -> None:
+        self._manager = manager
+
+    async def get(self) -> str:
+        return f"{await self._manager.count()} sessions available for search."
+
+    async def search(self, query: str) -> str | None:
+        results = await self._manager.search(query, limit=SEARCH_TOOL_LIMIT)
+        return format_session_search(results) if results else None
+
+
+class SessionManager:
+    """The sessions of one namespace: registry, configured sessions, cross-session search.
+
+    Args:
+        store: any :class:`~mindstore.store.base.Store`.
+        namespace: the isolation boundary; nothing outside it is ever visible.
+        tokenizer: passed to every :class:`Session` handed out.
+        max_message_bytes: row-size limit of every session handed out.
+
+    Builder methods return the manager and do no I/O.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        namespace: str = "default",
+        tokenizer: Tokenizer | None = None,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    ) -> None:
+        self._store = store
+        self._namespace = namespace
+        self._tokenizer = tokenizer
+        self._max_message_bytes = max_message_bytes
+        # Validates namespace and max_message_bytes now, and every builder call below.
+        self._prototype = self._new_session("prototype")
+        self._builder_calls: list[_BuilderCall] = []
+        self._sessions: dict[str, Session] = {}
+
+    # ---- identity --------------------------------------------------------------------------
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    @property
+    def namespace(self) -> str:
+        return self._namespace
+
+    # ---- builder ---------------------------------------------------------------------------
+    def with_context(
+        self,
+        label: str,
+        description: str | None = None,
+        max_tokens: int | None = None,
+        provider: Any = None,
+        scope: Scope = "session",
+    ) -> SessionManager:
+        """:meth:`Session.with_context` for every session handed out."""
+        return self._record(
+            "with_context", label, description, max_tokens, provider=provider, scope=scope
+        )
+
+    def with_cached_prompt(self, enabled: bool = True) -> SessionManager:
+        """:meth:`Session.with_cached_prompt` for every session handed out."""
+        return self._record("with_cached_prompt", enabled)
+
+    def on_compaction(self, fn: Callable[..., Any]) -> SessionManager:
+        """:meth:`Session.on_compaction` for every session handed out."""
+        return self._record("on_compaction", fn)
+
+    def compact_after(
+        self, threshold: int, token_counter: Callable[..., Any] | None = None
+    ) -> SessionManager:
+        """:meth:`Session.compact_after` for every session handed out."""
+        return self._record("compact_after", threshold, token_counter)
+
+    def on_compaction_error(self, handler: Callable[[BaseException], Any]) -> SessionManager:
+        """:meth:`Session.on_compaction_error` for every session handed out."""
+        return self._record("on_compaction_error", handler)
+
+    def with_searchable_history(
+        self, label: str = "history", description: str | None = None
+    ) -> SessionManager:
+        """Add a read-only searchable block over this namespace's conversations.
+
+        Its content is ``N sessions available for search.``; the agent queries it with
+        ``search_context`` (label = ``label``), answered by :meth:`search`.
+        """
+        if description is None:
+            description = "Past conversations, searchable"
+        return self.with_context(label, description, provider=SessionHistoryProvider(self))
+
+    def _record(self, method: str, *args: Any, **kwargs: Any) -> SessionManager:
+        getattr(self._prototype, method)(*args, **kwargs)  # raises now on bad arguments
+        call: _BuilderCall = (method, args, kwargs)
+        self._builder_calls.append(call)
+        for session in self._sessions.values():
+            self._apply(session, call)
+        return self
+
+    @staticmethod
+    def _apply(session: Session, call: _BuilderCall) -> None:
+        method, args, kwargs = call
+        getattr(session, method)(*args, **kwargs)
+
+    def _new_session(self, session_id: str) -> Session:
+        return Session.create(
+            self._store,
+            session_id,
+            namespace=self._namespace,
+            tokenizer=self._tokenizer,
+            max_message_bytes=self._max_message_bytes,
+        )
+
+    # ---- sessions --------------------------------------------------------------------------
+    def session(self, session_id: str) -> Session:
+        """The configured :class:`Session` for ``session_id`` (cached; no I/O)."""
+        cached = self._sessions.get(session_id)
+        if cached is not None:
+            return cached
+        session = self._new_session(session_id)
+        for call in self._builder_calls:
+            self._apply(session, call)
+        self._sessions[session_id] = session
+        return session
+
+    def _key(self, session_id: str) -> SessionKey:
+        _check_session_id(session_id)
+        return SessionKey(namespace=self._namespace, session_id=session_id)
+
+    async def create(
+        self,
+        name: str | None,
+        *,
+        parent_session_id: str | None = None,
+        model: str | None = None,
+        source: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> SessionInfo:
+        """Create a session with a generated id (``ses_…``, time-ordered) and return it."""
+        _check_optional_str(name, "name")
+        if parent_session_id is not None:
+            _check_session_id(parent_session_id)
+        _check_optional_str(model, "model")
+        _check_optional_str(source, "source")
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise TypeError("metadata must be a JSON object (a dict) or None")
+        return await self._store.create_session(
+            self._key(_new_session_id()),
+            name=name,
+            parent_session_id=parent_session_id,
+            model=model,
+            source=source,
+            metadata=metadata,
+        )
+
+    async def get(self, session_id: str) -> SessionInfo | None:
+        """The session's registry entry, or ``None`` if it does not exist in this namespace."""
+        return await self._store.get_session(self._key(session_id))
+
+    async def list(self, *, limit: int = 50, before: str | None = None) -> list[SessionInfo]:
+        """Sessions newest-updated first (ties: id descending).
+
+        Args:
+            limit: page size (1..1000).
+            before: the id of the last session of the previous page; an unknown id → ``[]``.
+        """
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise ValueError("limit must be a positive integer")
+        if before is not None:
+            _check_session_id(before)
+        return await self._store.list_sessions(
+            self._namespace, limit=min(limit, MAX_LIST_LIMIT), before=before
+        )
+
+    async def count(self) -> int:
+        """Number of sessions in the namespace."""
+        total = 0
+        before: str | None = None
+        while True:
+            page = await self._store.list_sessions(
+                self._namespace, limit=MAX_LIST_LIMIT, before=before
+            )
+            total += len(page)
+            if len(page) < MAX_LIST_LIMIT:
+                return total
+            before = page[-1].id
+
+    async def rename(self, session_id: str, name: str | None) -> SessionInfo:
+        """Set the session's name.
+
+        Raises:
+            SessionNotFoundError: no such session in this namespace.
+        """
+        _check_optional_str(name, "name")
+        return await self._store.update_session(self._key(session_id), name=name)
+
+    async def delete(self, session_id: str) -> bool:
+        """Delete everything of the session: messages, compactions, search rows,
+        session-scoped blocks and entries, frozen prompt, loaded skills, registry row.
+
+        Returns:
+            ``False`` when there was nothing to delete.
+        """
+        key = self._key(session_id)
+        deleted = await self._store.delete_session(key)
+        self._sessions.pop(session_id, None)
+        return deleted
+
+    # ---- history ---------------------------------------------------------------------------
+    async def append(
+        self, session_id: str, message: dict[str, Any], parent_id: str | _Sentinel | None = AUTO
+    ) -> bool:
+        """Append one message (default: child of the latest leaf); see
+        :meth:`Session.append_message`. Touches ``updated_at``."""
+        return await self.session(session_id).append_message(message, parent_id)
+
+    async def append_all(
+        self,
+        session_id: str,
+        messages: Sequence[dict[str, Any]],
+        parent_id: str | _Sentinel | None = AUTO,
+    ) -> builtins.list[bool]:
+        """Append ``messages`` as a chain in one transaction (all or nothing).
+
+        The first attaches to ``parent_id`` (default: the latest leaf; ``None``: a new root),
+        each following one to the message before it. Returns per message whether it was new
+        (an id that already exists is skipped, as in :meth:`Session.append_message`).
+
+        Raises:
+            InvalidMessageError: a malformed message; nothing written.
+            MessageNotFoundError: ``parent_id`` does not exist in the session.
+        """
+        if isinstance(messages, (dict, str)):
+            raise TypeError("append_all takes a list of messages")
+        if isinstance(parent_id, str):
+            validate_id(parent_id, "parent_id")
+        elif parent_id is not None and parent_id is not AUTO:
+            raise TypeError("parent_id must be a message id, None (new root) or omitted")
+        session = self.session(session_id)
+        prepared = [session._prepare_message(m) for m in messages]
+        if not prepared:
+            return []
+        items = []
+        parent: str | _Sentinel | None = parent_id
+        for msg in prepared:
+            items.append(
+                NewMessage(message=msg, parent=parent, tokens=session.count_message_tokens([msg]))
+            )
+            parent = msg["id"]
+        inserted = await self._store.append(session.key, items)
+        for msg, new in zip(prepared, inserted, strict=True):
+            if new:
+                await session._after_append(msg)
+        return inserted
+
+    async def fork(self, session_id: str, at_message_id: str, name: str | None) -> SessionInfo:
+        """Start a new session whose history is the source path root → ``at_message_id``.
+
+        Message ids, parent links and the compaction overlays lying within the copied path are
+        preserved (overlays stay overlays). The source session is not modified. The new
+        session's ``parent_session_id`` is the source, and its metadata (a copy of the
+        source's) gains ``forked_from: {session_id, message_id}``.
+
+        Raises:
+            MessageNotFoundError: ``at_message_id`` is not a message of the source session.
+        """
+        _check_optional_str(name, "name")
+        validate_id(at_message_id, "at_message_id")
+        src = self._key(session_id)
+        path = await self._store.path(src, at_message_id)
+        if not path:  # pragma: no cover - path() raises for unknown ids
+            raise MessageNotFoundError(f"message {at_message_id!r} not found in {session_id!r}")
+        info = await self._store.get_session(src)
+        compactions = await self._store.get_compactions(src)
+        skills = await self._store.get_skill_states(src)
+        metadata: dict[str, Any] = dict(info.metadata or {}) if info is not None else {}
+        metadata["forked_from"] = {"session_id": session_id, "message_id": at_message_id}
+        dst = self._key(_new_session_id())
+        await self._store.create_session(
+            dst,
+            name=name,
+            parent_session_id=session_id,
+            model=info.model if info is not None else None,
+            source=info.source if info is not None else None,
+            metadata=metadata,
+        )
+        try:
+            items = [
+                NewMessage(
+                    message=row.message,
+                    parent=path[i - 1].id if i else None,
+                    tokens=row.tokens,
+                )
+                for i, row in enumerate(path)
+            ]
+            await self._store.append(dst, items, expected_leaf=None)
+            position = {row.id: i for i, row in enumerate(path)}
+            copied: dict[int, int] = {}
+            for c in compactions:
+                if c.reverted:
+                    continue
+                start = position.get(c.from_message_id)
+                end = position.get(c.to_message_id)
+                if start is None or end is None or start > end:
+                    continue
+                supersedes = [
+                    copied[old.id]
+                    for old in compactions
+                    if old.superseded_by == c.id and old.id in copied
+                ]
+                new = await self._store.add_compaction(
+                    dst,
+                    summary=c.summary,
+                    from_id=c.from_message_id,
+                    to_id=c.to_message_id,
+                    supersedes=supersedes,
+                )
+                copied[c.id] = new.id
+            for state in skills:
+                await self._store.set_skill_loaded(dst, state.label, state.key, True)
+                if not state.loaded:
+                    await self._store.set_skill_loaded(dst, state.label, state.key, False)
+            created = await self._store.get_session(dst)
+        except BaseException:
+            await self._store.delete_session(dst)
+            raise
+        assert created is not None
+        return created
+
+    async def compact_and_split(
+        self, session_id: str, summary: str, name: str | None = None
+    ) -> SessionInfo:
+        """End a session and continue in a new one seeded with ``summary``.
+
+        The old session gets ``end_reason="compaction"``. The new one has the old one's name
+        (unless ``name`` is given), model, source and metadata, ``parent_session_id`` = the old
+        id, and one user message ``[Context from previous session]\\n\\n<summary>``.
+
+        Raises:
+            SessionNotFoundError: no such session in this namespace.
+            ConflictError: the session has already ended (e.g. it was split before).
+            ValueError: ``summary`` is empty.
+        """
+        if not isinstance(summary, str) or not summary.strip():
+            raise ValueError("summary must be a non-empty string")
+        _check_optional_str(name, "name")
+        old_key = self._key(session_id)
+        old = await self._store.get_session(old_key)
+        if old is None:
+            raise SessionNotFoundError(
+                f"session {session_id!r} does not exist in namespace {self._namespace!r}"
+            )
+        if old.end_reason is not None:
+            raise ConflictError(
+                f"session {session_id!r} already ended ({old.end_reason}); "
+                "split the session that continued it instead"
+            )
+        new_key = self._key(_new_session_id())
+        await self._store.create_session(
+            new_key,
+            name=name if name is not None else old.name,
+            parent_session_id=session_id,
+            model=old.model,
+            source=old.source,
+            metadata=old.metadata,
+        )
+        try:
+            seed = {
+                "role": "user",
+                "parts": [{"type": "text", "text": f"{SPLIT_CONTEXT_PREFIX}\n\n{summary}"}],
+                "metadata": {"split_from": session_id},
+            }
+            await self.session(new_key.session_id).append_message(seed)
+            await self._store.update_session(old_key, end_reason="compaction")
+            created = await self._store.get_session(new_key)
+        except BaseException:
+            await self._store.delete_session(new_key)
+            self._sessions.pop(new_key.session_id, None)
+            raise
+        assert created is not None
+        return created
+
+    # ---- usage -----------------------------------------------------------------------------
+    async def add_usage(
+        self, session_id: str, input_tokens: int, output_tokens: int, cost: float
+    ) -> SessionInfo:
+        """Atomically add token counts and cost to the session's totals.
+
+        Raises:
+            ValueError: a negative or non-numeric amount.
+        """
+        for field, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{field} must be a non-negative integer, got {value!r}")
+        if (
+            not isinstance(cost, (int, float))
+            or isinstance(cost, bool)
+            or not math.isfinite(cost)
+            or cost < 0
+        ):
+            raise ValueError(f"cost must be a non-negative finite number, got {cost!r}")
+        return await self._store.add_usage(
+            self._key(session_id), input_tokens, output_tokens, float(cost)
+        )
+
+    # ---- search ----------------------------------------------------------------------------
+    async def search(
+        self, query: str, *, limit: int = 20, session_ids: Sequence[str] | None = None
+    ) -> builtins.list[SearchResult]:
+        """Full-text search across this namespace's sessions (DESIGN §5 query language).
+
+        Args:
+            query: words (ANDed, stemmed), ``"phrases"``, ``prefix*``; never a syntax error.
+            limit: maximum results, best first.
+            session_ids: only these sessions (``None``: all of the namespace).
+        """
+        if isinstance(session_ids, str):
+            raise TypeError("session_ids must be a list of session ids, not a string")
+        ids: builtins.list[str] | None = None
+        if session_ids is not None:
+            ids = list(dict.fromkeys(session_ids))
+            for sid in ids:
+                _check_session_id(sid)
+            if not ids:
+                return []
+        parsed = parse_query(query)
+        if parsed.empty or limit <= 0:
+            return []
+        return await self._store.search(self._namespace, parsed, session_ids=ids, limit=limit)
+
+    async def tools(self) -> ToolSet:
+        """A :class:`ToolSet` with ``session_search`` over this namespace's conversations."""
+
+        async def session_search(args: dict[str, Any]) -> str:
+            try:
+                results = await self.search(str(args["query"]), limit=SEARCH_TOOL_LIMIT)
+            except Exception as exc:  # a tool never raises into the agent loop
+                return f"Error: {exc or type(exc).__name__}"
+            return format_session_search(results)
+
+        return ToolSet(
+            [
+                Tool(
+                    name="session_search",
+                    description=(
+                        "Search past conversations (all sessions) by keywords. Words are "
+                        'matched in any order; use "quoted phrases" and prefix* as needed.'
+                    ),
+                    parameters={
+                        "type": "object",
+                        "properties": {
+                            "query": {"type": "string", "description": "What to search for."}
+                        },
+                        "required": ["query"],
+                    },
+                    execute=session_search,
+                )
+            ]
+        )
+
+
+def _new_session_id() -> str:
+    return "ses_" + new_message_id().removeprefix("msg_")
+
+
+def _check_session_id(value: Any) -> None:
+    if not isinstance(value, str) or not value or len(value) > 256 or "\x00" in value:
+        raise ValueError("session id must be a non-empty string of at most 256 characters")
+
+
+def _check_optional_str(value: Any, field: str) -> None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{field} must be a string or None, got {type(value).__name__}")
