@@ -1,0 +1,627 @@
+"""Context providers: where the text of a context block comes from (DESIGN §4.1).
+
+Providers are duck-typed. Any object with a ``get()`` method is a provider; which other methods
+it has decides the kind of block it backs:
+
+=============================  ==============================================  ============
+protocol                       methods                                         block kind
+=============================  ==============================================  ============
+:class:`ContextProvider`       ``get() -> str | None``                         readonly
+:class:`WritableContextProvider`  + ``set(content)``                           writable
+:class:`SearchProvider`        ``get()``, ``search(query)``, opt. ``set(k, c)``  searchable
+:class:`SkillProvider`         ``get()``, ``load(key)``, opt. ``set(k, c, d)``   loadable
+=============================  ==============================================  ============
+
+Detection order is ``load`` → loadable, ``search`` → searchable, ``set`` → writable, else
+readonly. Every method may be sync or async; mindstore awaits what is awaitable. A provider may
+also define ``init(label)``, called once per session before first use.
+
+Built-in providers that live in the store (the writable block, :class:`StoreSearchProvider`,
+:class:`StoreSkillProvider`) need to know which namespace, session and label they serve. They
+are *configurations*: a session calls :meth:`StoreBackedProvider.bind` to get its own bound copy,
+so one instance can be shared by every session a ``SessionManager`` hands out without any session
+seeing another's data. Keys are composite (:class:`~mindstore.store.base.ScopeKey`), never
+concatenated strings.
+
+:class:`FileSkillProvider` reads skills from a local folder or any fsspec URL (``s3://…`` for
+S3, Cloudflare R2 or MinIO via ``endpoint_url``). A key can never escape the root: ``load``
+returns ``None`` and ``set`` raises :class:`~mindstore.errors.InvalidKeyError` for anything that
+is not a plain relative name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import inspect
+import re
+import threading
+import unicodedata
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+import yaml
+
+from mindstore.errors import InvalidKeyError
+from mindstore.prompt import BlockKind
+from mindstore.search import parse_query
+from mindstore.store.base import Entry, ScopeKey, Store
+
+__all__ = [
+    "ContextProvider",
+    "FileSkillProvider",
+    "SearchProvider",
+    "SkillProvider",
+    "StaticProvider",
+    "StoreBackedProvider",
+    "StoreBlockProvider",
+    "StoreSearchProvider",
+    "StoreSkillProvider",
+    "WritableContextProvider",
+    "check_key",
+    "maybe_await",
+    "parse_front_matter",
+    "provider_kind",
+]
+
+T = TypeVar("T")
+_Scope = str  # "session" | "namespace"
+
+
+# ---- protocols -------------------------------------------------------------------------------
+@runtime_checkable
+class ContextProvider(Protocol):
+    """A read-only block: ``get()`` returns its text (``None`` = empty). Sync or async."""
+
+    def get(self) -> str | Awaitable[str | None] | None: ...
+
+
+@runtime_checkable
+class WritableContextProvider(Protocol):
+    """A writable block: ``get()`` and ``set(content)``. Sync or async."""
+
+    def get(self) -> str | Awaitable[str | None] | None: ...
+
+    def set(self, content: str) -> Any: ...
+
+
+@runtime_checkable
+class SearchProvider(Protocol):
+    """A searchable block: ``get()`` is a summary, ``search(query)`` the ranked hits as text
+    (``None`` = no results). Optional ``set(key, content)`` upserts an entry."""
+
+    def get(self) -> str | Awaitable[str | None] | None: ...
+
+    def search(self, query: str) -> str | Awaitable[str | None] | None: ...
+
+
+@runtime_checkable
+class SkillProvider(Protocol):
+    """A loadable block: ``get()`` lists ``- key: description`` lines, ``load(key)`` returns a
+    document (``None`` = not found). Optional ``set(key, content, description=None)``."""
+
+    def get(self) -> str | Awaitable[str | None] | None: ...
+
+    def load(self, key: str) -> str | Awaitable[str | None] | None: ...
+
+
+async def maybe_await(value: T | Awaitable[T]) -> T:
+    """Await ``value`` if it is awaitable (user providers may be sync or async)."""
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+def _has(provider: Any, name: str) -> bool:
+    return callable(getattr(provider, name, None))
+
+
+def provider_kind(provider: Any) -> BlockKind:
+    """The kind of block ``provider`` backs, by the methods it has (``None`` = store-backed
+    writable block).
+
+    Raises:
+        TypeError: the object has no ``get()`` method.
+    """
+    if provider is None:
+        return "writable"
+    if not _has(provider, "get"):
+        raise TypeError(
+            f"{type(provider).__name__} is not a context provider: it needs a get() method "
+            "(see mindstore.ContextProvider)"
+        )
+    if _has(provider, "load"):
+        return "loadable"
+    if _has(provider, "search"):
+        return "searchable"
+    if _has(provider, "set"):
+        return "writable"
+    return "readonly"
+
+
+def has_set(provider: Any) -> bool:
+    """Whether the provider accepts writes."""
+    return provider is None or _has(provider, "set")
+
+
+# ---- static --------------------------------------------------------------------------------
+class StaticProvider:
+    """A read-only block with fixed text (identity, instructions).
+
+    Example:
+        ``session.with_context("soul", provider=StaticProvider("You are terse."))``
+    """
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        if not isinstance(text, str):
+            raise TypeError(f"StaticProvider text must be a string, got {type(text).__name__}")
+        self.text = text
+
+    def get(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"StaticProvider({self.text[:40]!r})"
+
+
+# ---- keys ----------------------------------------------------------------------------------
+_FORBIDDEN_CHARS = frozenset('\\%:*?[]{}"<>|~')
+MAX_KEY_LENGTH = 200
+
+
+def check_key(key: Any) -> str | None:
+    """Why ``key`` is not a safe relative name, or ``None`` when it is.
+
+    A safe key is a non-empty string of at most 200 characters made of ``/``-separated segments,
+    none empty, ``.``, ``..`` or starting with a dot; no control characters, backslashes, ``%``
+    (percent-encoding tricks), ``:`` (URL schemes, drive letters), ``~`` or glob characters; and
+    the same holds for its NFKC normalisation (so full-width dots cannot sneak in).
+    """
+    if not isinstance(key, str):
+        return f"keys are strings, got {type(key).__name__}"
+    if not key:
+        return "the key is empty"
+    if len(key) > MAX_KEY_LENGTH:
+        return f"the key is longer than {MAX_KEY_LENGTH} characters"
+    for form in (key, unicodedata.normalize("NFKC", key)):
+        for ch in form:
+            if ord(ch) < 32 or ord(ch) == 127:
+                return "the key contains a control character"
+            if ch in _FORBIDDEN_CHARS:
+                return f"the key contains {ch!r}"
+        if form.startswith("/"):
+            return "absolute paths are not keys"
+        for segment in form.split("/"):
+            if segment in ("", ".", ".."):
+                return "the key has an empty, '.' or '..' path segment"
+            if segment.startswith("."):
+                return "key segments cannot start with '.'"
+    return None
+
+
+def _require_key(key: Any, what: str) -> str:
+    reason = check_key(key)
+    if reason is not None:
+        raise InvalidKeyError(
+            f"invalid {what} key {key!r}: {reason}. Use a relative name such as 'api-ref' or "
+            "'guides/deploy'."
+        )
+    assert isinstance(key, str)
+    return key
+
+
+def _require_entry_key(key: Any) -> str:
+    if not isinstance(key, str) or not key.strip() or len(key) > 256 or "\x00" in key:
+        raise InvalidKeyError(
+            f"invalid entry key {key!r}: keys are non-empty strings of at most 256 characters"
+        )
+    return key
+
+
+# ---- front matter --------------------------------------------------------------------------
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)^---[ \t]*(?:\n|\Z)", re.DOTALL | re.MULTILINE)
+
+
+def parse_front_matter(text: str) -> tuple[dict[str, Any], str]:
+    """Split ``---``-delimited YAML front matter from a Markdown document.
+
+    Returns ``(metadata, body)``; the body has surrounding blank lines removed. Invalid YAML
+    yields empty metadata (the block is still removed from the body).
+    """
+    text = text.lstrip("\ufeff").replace("\r\n", "\n")
+    m = _FRONT_MATTER.match(text)
+    if m is None:
+        return {}, text.strip("\n")
+    try:
+        data = yaml.safe_load(m.group(1))
+    except yaml.YAMLError:
+        data = None
+    meta = data if isinstance(data, dict) else {}
+    return meta, text[m.end() :].strip("\n")
+
+
+def _one_line(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = " ".join(str(value).split())
+    return text or None
+
+
+def _render_document(key: str, body: str, description: str | None) -> str:
+    meta: dict[str, Any] = {"name": key}
+    if description:
+        meta["description"] = description
+    front = yaml.safe_dump(meta, allow_unicode=True, sort_keys=False, width=10_000)
+    return f"---\n{front}---\n\n{body.strip(chr(10))}\n"
+
+
+def _listing(items: Sequence[tuple[str, str | None]]) -> str:
+    lines = []
+    for key, description in sorted(items):
+        desc = _one_line(description)
+        lines.append(f"- {key}: {desc}" if desc else f"- {key}")
+    return "\n".join(lines)
+
+
+# ---- store-backed providers ----------------------------------------------------------------
+class StoreBackedProvider:
+    """Base of the built-in providers that keep their data in a :class:`Store`.
+
+    An instance is a configuration; :meth:`bind` returns a copy bound to one (namespace,
+    session, label), leaving the original untouched so it can be shared by many sessions.
+    """
+
+    _store: Store | None
+    scope: _Scope
+    _key: ScopeKey | None
+
+    def bind(self, *, namespace: str, session_id: str | None, label: str) -> Any:
+        """Return a copy serving ``label`` for ``(namespace, session_id)``. With
+        ``scope="namespace"`` the session id is ignored (shared by every session)."""
+        bound = copy.copy(self)
+        bound._key = ScopeKey(
+            namespace=namespace,
+            session_id=session_id if self.scope == "session" else None,
+            label=label,
+        )
+        return bound
+
+    def _require_bound(self, store: Store | None = None) -> tuple[Store, ScopeKey]:
+        s = store if store is not None else self._store
+        if self._key is None or s is None:
+            raise RuntimeError(
+                f"{type(self).__name__} is not bound to a session: register it with "
+                "Session.with_context(label, provider=...) or call .bind(namespace=..., "
+                "session_id=..., label=...) first"
+            )
+        return s, self._key
+
+    @property
+    def scope_key(self) -> ScopeKey | None:
+        """Where the data lives, once bound."""
+        return self._key
+
+
+def _check_scope(scope: str) -> _Scope:
+    if scope not in ("session", "namespace"):
+        raise ValueError(f"scope must be 'session' or 'namespace', got {scope!r}")
+    return scope
+
+
+class StoreBlockProvider(StoreBackedProvider):
+    """The default writable block (``with_context(label)`` with no provider): its text is one
+    row in the store, per session or shared by the namespace (``scope="namespace"``)."""
+
+    def __init__(self, store: Store | None = None, *, scope: _Scope = "session") -> None:
+        self._store = store
+        self.scope = _check_scope(scope)
+        self._key = None
+
+    async def get(self) -> str | None:
+        store, key = self._require_bound()
+        return await store.get_block(key)
+
+    async def set(self, content: str) -> None:
+        store, key = self._require_bound()
+        await store.set_block(key, content)
+
+    async def update(self, fn: Callable[[str], str]) -> str:
+        """Atomic read-modify-write (see :meth:`Store.update_block`)."""
+        store, key = self._require_bound()
+        return await store.update_block(key, fn)
+
+
+class StoreSearchProvider(StoreBackedProvider):
+    """A searchable block over keyed entries in the store (full-text search, BM25 / ts_rank).
+
+    Scoped to (namespace, block label) by default — a knowledge base shared by every conversation
+    of the namespace — or to the session with ``scope="session"``.
+
+    Args:
+        store: the store holding the entries (usually the session's).
+        scope: ``"namespace"`` (default) or ``"session"``.
+        limit: how many hits :meth:`search` returns.
+        recent: how many recent keys :meth:`get` names.
+        max_chars: hits longer than this are cut (with a note of how much was cut).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        scope: _Scope = "namespace",
+        limit: int = 10,
+        recent: int = 5,
+        max_chars: int = 2000,
+    ) -> None:
+        if limit <= 0 or recent < 0 or max_chars <= 0:
+            raise ValueError("limit and max_chars must be positive and recent non-negative")
+        self._store = store
+        self.scope = _check_scope(scope)
+        self.limit = limit
+        self.recent = recent
+        self.max_chars = max_chars
+        self._key = None
+
+    async def get(self) -> str:
+        """``"N entries indexed."`` plus the most recently written keys."""
+        store, key = self._require_bound()
+        count = await store.count_entries(key)
+        summary = f"{count} {'entry' if count == 1 else 'entries'} indexed."
+        if count and self.recent:
+            recent = await store.list_entries(key, limit=self.recent)
+            summary += " Most recent: " + ", ".join(e.key for e in recent) + "."
+        return summary
+
+    async def search(self, query: str) -> str | None:
+        """Ranked entries as text, best first, or ``None`` when nothing matches. Any string is
+        a valid query (see :func:`mindstore.search.parse_query`)."""
+        store, key = self._require_bound()
+        parsed = parse_query(query if isinstance(query, str) else str(query))
+        if parsed.empty:
+            return None
+        hits = await store.search_entries(key, parsed, limit=self.limit)
+        if not hits:
+            return None
+        out = []
+        for i, hit in enumerate(hits, 1):
+            head = f"[{i}] {hit.key}"
+            if hit.description:
+                head += f" — {_one_line(hit.description)}"
+            content = hit.content
+            if len(content) > self.max_chars:
+                cut = len(content) - self.max_chars
+                content = content[: self.max_chars] + f"... [truncated {cut} chars]"
+            out.append(f"{head}\n{content}")
+        return "\n\n".join(out)
+
+    async def set(self, key: str, content: str, description: str | None = None) -> None:
+        """Upsert the entry ``key``.
+
+        Raises:
+            InvalidKeyError: empty or over-long key.
+        """
+        store, scope_key = self._require_bound()
+        entry_key = _require_entry_key(key)
+        if not isinstance(content, str):
+            raise TypeError("entry content must be a string")
+        await store.put_entry(scope_key, entry_key, content, description=description)
+
+    async def delete(self, key: str) -> bool:
+        """Remove the entry ``key``; False if there was none."""
+        store, scope_key = self._require_bound()
+        return await store.delete_entry(scope_key, key)
+
+    async def entries(self, *, limit: int | None = None) -> list[Entry]:
+        """Entries, most recently updated first."""
+        store, scope_key = self._require_bound()
+        return await store.list_entries(scope_key, limit=limit)
+
+
+class StoreSkillProvider(StoreBackedProvider):
+    """A loadable block whose skills are documents in the store (no file system needed).
+
+    Args:
+        store: the store holding the skills.
+        scope: ``"namespace"`` (default: shared by the namespace's sessions) or ``"session"``.
+    """
+
+    def __init__(self, store: Store, *, scope: _Scope = "namespace") -> None:
+        self._store = store
+        self.scope = _check_scope(scope)
+        self._key = None
+
+    async def get(self) -> str:
+        """``- key: description`` lines, sorted by key."""
+        store, key = self._require_bound()
+        entries = await store.list_entries(key)
+        return _listing([(e.key, e.description) for e in entries])
+
+    async def load(self, key: str) -> str | None:
+        """The skill's document, or ``None`` when there is none (or the key is invalid)."""
+        if check_key(key) is not None:
+            return None
+        store, scope_key = self._require_bound()
+        entry = await store.get_entry(scope_key, key)
+        return entry.content if entry is not None else None
+
+    async def set(self, key: str, content: str, description: str | None = None) -> None:
+        """Create or replace the skill ``key``.
+
+        Raises:
+            InvalidKeyError: the key is not a safe relative name.
+        """
+        store, scope_key = self._require_bound()
+        skill_key = _require_key(key, "skill")
+        if not isinstance(content, str):
+            raise TypeError("skill content must be a string")
+        meta, body = parse_front_matter(content)
+        if description is None:
+            description = _one_line(meta.get("description"))
+        await store.put_entry(scope_key, skill_key, body, description=description)
+
+    async def delete(self, key: str) -> bool:
+        store, scope_key = self._require_bound()
+        return await store.delete_entry(scope_key, key)
+
+
+# ---- file skills -----------------------------------------------------------------------------
+class FileSkillProvider:
+    """A loadable block over Markdown skills in a folder or any fsspec URL.
+
+    Skills are ``<key>.md`` files and Agent-Skills folders ``<key>/SKILL.md``, both with optional
+    YAML front matter (``name``, ``description``). Keys may contain ``/`` (``guides/deploy``).
+    Files inside a skill folder other than ``SKILL.md`` belong to that skill and are not listed.
+
+    Args:
+        root: a local path or an fsspec URL (``s3://bucket/skills``, ``memory://skills``).
+        prefix: a sub-folder of ``root`` holding the skills (``"skills/"``).
+        keys: an allow-list; other keys are neither listed nor loadable.
+        storage_options: passed to fsspec (for S3/R2/MinIO: ``{"endpoint_url": ..., "key": ...,
+            "secret": ...}``).
+
+    Raises:
+        InvalidKeyError: ``prefix`` is not a safe relative folder name.
+    """
+
+    def __init__(
+        self,
+        root: str | Path,
+        *,
+        prefix: str = "",
+        keys: Sequence[str] | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.root = str(root)
+        self.prefix = prefix.strip("/")
+        if self.prefix:
+            _require_key(self.prefix, "prefix")
+        if isinstance(keys, str):
+            raise TypeError("keys must be a list of keys, not a string")
+        self.keys: frozenset[str] | None = frozenset(keys) if keys is not None else None
+        self.storage_options = dict(storage_options or {})
+        self._fs: Any = None
+        self._base = ""
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"FileSkillProvider({self.root!r}, prefix={self.prefix!r})"
+
+    # -- file system (fsspec is synchronous; calls run in a worker thread) --
+    def _filesystem(self) -> tuple[Any, str]:
+        with self._lock:
+            if self._fs is None:
+                import fsspec  # type: ignore[import-untyped]
+
+                fs, path = fsspec.core.url_to_fs(self.root, **self.storage_options)
+                base = str(path).rstrip("/")
+                if self.prefix:
+                    base = f"{base}/{self.prefix}" if base else self.prefix
+                self._fs, self._base = fs, base
+            return self._fs, self._base
+
+    def _path(self, key: str, *, folder: bool) -> str:
+        _, base = self._filesystem()
+        path = f"{base}/{key}/SKILL.md" if folder else f"{base}/{key}.md"
+        if not path.startswith(base + "/"):  # defence in depth; check_key already refused
+            raise InvalidKeyError(f"key {key!r} escapes the skills root")
+        return path
+
+    def _allowed(self, key: str) -> bool:
+        return check_key(key) is None and (self.keys is None or key in self.keys)
+
+    def _read(self, path: str) -> str | None:
+        fs, _ = self._filesystem()
+        try:
+            data = fs.cat_file(path)
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+        return bytes(data).decode("utf-8", errors="replace")
+
+    def _list_sync(self) -> list[tuple[str, str | None]]:
+        fs, base = self._filesystem()
+        try:
+            files = fs.find(base) if fs.exists(base) else []
+        except FileNotFoundError:
+            files = []
+        rels = []
+        for f in files:
+            f = str(f)
+            if f.startswith(base + "/"):
+                rels.append(f[len(base) + 1 :])
+        skill_dirs = {r[: -len("/SKILL.md")] for r in rels if r.endswith("/SKILL.md")}
+        found: dict[str, str] = {}  # key -> path (key.md wins over key/SKILL.md, as in load)
+        for rel in rels:
+            if rel.endswith("/SKILL.md"):
+                key, file_form = rel[: -len("/SKILL.md")], False
+            elif rel.endswith(".md") and rel.rsplit("/", 1)[-1] != "SKILL.md":
+                key, file_form = rel[: -len(".md")], True
+            else:
+                continue
+            # files inside a skill folder belong to that skill
+            parent = key.rsplit("/", 1)[0] if "/" in key else None
+            if parent is not None and any(
+                parent == d or parent.startswith(d + "/") for d in skill_dirs
+            ):
+                continue
+            if self._allowed(key) and (file_form or key not in found):
+                found[key] = f"{base}/{rel}"
+        contents = fs.cat(list(found.values()), on_error="omit") if found else {}
+        if not isinstance(contents, dict):  # a single path returns bytes
+            contents = {next(iter(found.values())): contents}
+        items = []
+        for key, path in found.items():
+            raw = contents.get(path) or contents.get(fs._strip_protocol(path))
+            desc = None
+            if raw is not None:
+                meta, _ = parse_front_matter(bytes(raw).decode("utf-8", errors="replace"))
+                desc = _one_line(meta.get("description"))
+            items.append((key, desc))
+        return items
+
+    def _load_sync(self, key: str) -> str | None:
+        for folder in (False, True):
+            text = self._read(self._path(key, folder=folder))
+            if text is not None:
+                return parse_front_matter(text)[1]
+        return None
+
+    def _set_sync(self, key: str, content: str, description: str | None) -> None:
+        fs, _ = self._filesystem()
+        folder_path = self._path(key, folder=True)
+        path = folder_path if fs.exists(folder_path) else self._path(key, folder=False)
+        meta, body = parse_front_matter(content)
+        if description is None:
+            description = _one_line(meta.get("description"))
+        data = _render_document(key, body, description).encode("utf-8")
+        protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
+        if "file" in protocols or "local" in protocols:
+            fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+        fs.pipe_file(path, data)
+
+    # -- provider API --
+    async def get(self) -> str:
+        """``- key: description`` (or ``- key``) lines, sorted by key."""
+        return _listing(await asyncio.to_thread(self._list_sync))
+
+    async def load(self, key: str) -> str | None:
+        """The skill's body without front matter; ``None`` if missing, not allowed or unsafe."""
+        if not self._allowed(key):
+            return None
+        return await asyncio.to_thread(self._load_sync, key)
+
+    async def set(self, key: str, content: str, description: str | None = None) -> None:
+        """Write ``<key>.md`` (or the existing ``<key>/SKILL.md``) with front matter.
+
+        Raises:
+            InvalidKeyError: the key could escape the root or is not in ``keys``.
+        """
+        _require_key(key, "skill")
+        if self.keys is not None and key not in self.keys:
+            raise InvalidKeyError(f"skill key {key!r} is not in this provider's keys allow-list")
+        if not isinstance(content, str):
+            raise TypeError("skill content must be a string")
+        await asyncio.to_thread(self._set_sync, key, content, description)
