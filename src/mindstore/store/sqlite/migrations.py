@@ -1,0 +1,156 @@
+"""Numbered schema migrations of :class:`~mindstore.store.sqlite.SQLiteStore`.
+
+The schema version is ``PRAGMA user_version``: the number of the last migration applied. On open
+every pending migration runs in ONE ``BEGIN IMMEDIATE`` transaction (so two processes opening a
+fresh file at once cannot both migrate it, and a crash mid-way leaves the old version). A file
+whose ``user_version`` is higher than :data:`LATEST_VERSION` was written by a newer mindstore and
+is refused before anything is written to it.
+
+A released migration is never edited; changes go in a new, higher-numbered migration.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["LATEST_VERSION", "MIGRATIONS"]
+
+# Why: sessions get a small integer ``sid`` so the message table and its unique index carry an
+# integer instead of two repeated strings (smaller file, faster lookups). The sessions row is
+# also the registry row (SessionManager) and holds the maintained latest-leaf pointer
+# (``leaf_seq``) so get_latest_leaf is one primary-key lookup at cold start, whatever the size of
+# the session. ``seq`` is AUTOINCREMENT: store-wide monotonic and never reused, even after the
+# newest message is deleted. Times are integer microseconds since the epoch (UTC): exact, no
+# float rounding, sortable.
+m001_message_tree: Final = """
+CREATE TABLE sessions (
+    sid INTEGER PRIMARY KEY,
+    namespace TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    name TEXT,
+    parent_session_id TEXT,
+    model TEXT,
+    source TEXT,
+    metadata TEXT,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    estimated_cost REAL NOT NULL DEFAULT 0,
+    end_reason TEXT,
+    created_us INTEGER NOT NULL,
+    updated_us INTEGER NOT NULL,
+    leaf_seq INTEGER,
+    message_count INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (namespace, session_id)
+);
+CREATE INDEX sessions_by_update ON sessions (namespace, updated_us, session_id);
+
+CREATE TABLE messages (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    sid INTEGER NOT NULL REFERENCES sessions (sid),
+    id TEXT NOT NULL,
+    parent_seq INTEGER REFERENCES messages (seq),
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    tokens INTEGER NOT NULL,
+    nbytes INTEGER NOT NULL,
+    created_us INTEGER NOT NULL,
+    UNIQUE (sid, id)
+);
+CREATE INDEX messages_by_parent ON messages (parent_seq);
+"""
+
+# Why: DESIGN §5 wants stemmed words/phrases AND prefixes matched as typed (``deploym*`` finds
+# "deployment", which a porter-stemmed index cannot do). ``message_text`` (unicode61, unstemmed)
+# stores the indexed text once and answers prefix queries; it needs no positions (prefix terms
+# are single tokens) so it is ``detail=column``. ``message_stem`` (porter) is an external-content
+# index over ``message_text`` — the text is not stored a second time — with full detail for
+# phrases, BM25 and snippets. rowid of both = messages.seq.
+m002_message_search: Final = """
+CREATE VIRTUAL TABLE message_text USING fts5(
+    text, tool_text, tokenize = 'unicode61', detail = column
+);
+CREATE VIRTUAL TABLE message_stem USING fts5(
+    text, tool_text, tokenize = 'porter unicode61', content = 'message_text'
+);
+"""
+
+# Why: compaction overlays, context blocks, the frozen prompt and loaded-skill state (DESIGN §4,
+# §6). Blocks and prompts are keyed by strings — (namespace, scope, label) with scope '' meaning
+# "namespace-wide" (a session id is never empty, so '' cannot collide) — so writing a block does
+# not create a registry row. Compactions reference the session's sid: they only exist for
+# sessions that have messages.
+m003_context_state: Final = """
+CREATE TABLE compactions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    sid INTEGER NOT NULL REFERENCES sessions (sid),
+    from_id TEXT NOT NULL,
+    to_id TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    created_us INTEGER NOT NULL,
+    superseded_by INTEGER,
+    reverted INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX compactions_by_session ON compactions (sid, id);
+
+CREATE TABLE blocks (
+    namespace TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    label TEXT NOT NULL,
+    content TEXT NOT NULL,
+    updated_us INTEGER NOT NULL,
+    PRIMARY KEY (namespace, scope, label)
+);
+
+CREATE TABLE prompts (
+    namespace TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    prompt TEXT NOT NULL,
+    updated_us INTEGER NOT NULL,
+    PRIMARY KEY (namespace, session_id)
+);
+
+CREATE TABLE skill_states (
+    namespace TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    label TEXT NOT NULL,
+    skill_key TEXT NOT NULL,
+    loaded INTEGER NOT NULL,
+    unloaded_before_seq INTEGER,
+    UNIQUE (namespace, session_id, label, skill_key)
+);
+"""
+
+# Why: keyed documents for StoreSearchProvider / StoreSkillProvider with the same two-index
+# search as messages (stemmed words and phrases, prefixes as typed). Both FTS tables use the
+# entries table itself as external content, so the text is stored once.
+m004_entries: Final = """
+CREATE TABLE entries (
+    id INTEGER PRIMARY KEY,
+    namespace TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    label TEXT NOT NULL,
+    key TEXT NOT NULL,
+    content TEXT NOT NULL,
+    description TEXT,
+    updated_us INTEGER NOT NULL,
+    UNIQUE (namespace, scope, label, key)
+);
+CREATE INDEX entries_by_update ON entries (namespace, scope, label, updated_us);
+CREATE VIRTUAL TABLE entry_text USING fts5(
+    key, content, description, tokenize = 'unicode61', detail = column,
+    content = 'entries', content_rowid = 'id'
+);
+CREATE VIRTUAL TABLE entry_stem USING fts5(
+    key, content, description, tokenize = 'porter unicode61',
+    content = 'entries', content_rowid = 'id'
+);
+"""
+
+MIGRATIONS: Final[list[tuple[int, str, str]]] = [
+    (1, "m001_message_tree", m001_message_tree),
+    (2, "m002_message_search", m002_message_search),
+    (3, "m003_context_state", m003_context_state),
+    (4, "m004_entries", m004_entries),
+]
+
+LATEST_VERSION: Final = MIGRATIONS[-1][0]

@@ -1,0 +1,1526 @@
+"""SQLiteStore: the embedded default backend — one SQLite file, WAL, FTS5.
+
+Behaviour and invariants
+========================
+
+* **Opening.** ``SQLiteStore(path)`` does no I/O; the file is opened on the first call (or by
+  ``async with SQLiteStore(...) as store``). ``":memory:"`` gives a private in-memory database.
+  On open: the schema version (``PRAGMA user_version``) is read first; a version newer than this
+  library's is refused with :class:`~mindstore.errors.SchemaVersionError` before anything is
+  written (the file is untouched). Then WAL mode, ``foreign_keys=ON``, ``busy_timeout`` and
+  ``synchronous`` (``NORMAL`` by default: durable against process crashes, the last commits may
+  be lost on power loss; ``FULL`` also survives power loss) are set and pending migrations
+  (:mod:`.migrations`) run in one ``BEGIN IMMEDIATE`` transaction.
+* **Transactions.** The connection runs in autocommit mode (``isolation_level=None``); every
+  write method is exactly one explicit ``BEGIN IMMEDIATE … COMMIT``, so the write lock is taken
+  up front: an auto-parented append reads the session's leaf pointer and inserts under the same
+  lock, which is why concurrent appenders — tasks, threads or processes — form one chain and
+  never a fork. Any exception inside rolls back: a failed call changes nothing. A lock held by
+  another process is waited for up to ``busy_timeout`` seconds (SQLite's busy handler, plus a
+  retry of ``BEGIN`` on ``SQLITE_BUSY``), then :class:`~mindstore.errors.StoreError`.
+* **Threading.** sqlite3 calls run inline on the calling (event-loop) thread. Every operation is
+  a handful of indexed statements (tens of microseconds), far less than a thread hop per call
+  would cost (measured: handing each call to a worker thread roughly halved the append rate).
+  The one exception is waiting for another *process's* write lock, which blocks the loop for at
+  most the lock holder's transaction. A ``threading.RLock`` serialises use of the one connection
+  so a store may also be shared between threads.
+* **Errors.** ``sqlite3.Error`` is translated to :class:`~mindstore.errors.StoreError` (the
+  original on ``__cause__``) in one place (:meth:`SQLiteStore._tx`). Bad arguments raise
+  ``ValueError``/``TypeError`` subclasses from :mod:`mindstore.errors` before any I/O.
+
+Schema (see :mod:`.migrations`)
+===============================
+
+* ``sessions``: one row per (namespace, session_id) with a small integer ``sid``; it is the
+  SessionManager registry row and holds ``leaf_seq`` (the latest-leaf pointer, so
+  ``latest_leaf`` is O(1) at cold start, recomputed on delete) and ``message_count``. Every
+  append upserts it (``updated_at``, count, leaf). Writing blocks, prompts or skill state does
+  *not* create a registry row.
+* ``messages``: ``seq INTEGER PRIMARY KEY AUTOINCREMENT`` (store-wide monotonic, never reused),
+  ``parent_seq`` references ``messages(seq)``; ``content`` is :func:`mindstore.messages.dumps`
+  of the message; ``nbytes`` its UTF-8 size; ``tokens`` the session's estimate; ``created_us``
+  integer microseconds UTC. Message ids are unique per session (``UNIQUE(sid, id)``).
+* Paths are read with a recursive CTE over ``parent_seq`` — no depth limit.
+  ``path_window`` first walks the path reading only ``tokens``/``nbytes`` and then loads the
+  bodies of the window alone.
+* ``delete`` re-attaches children to the deleted message's nearest surviving ancestor, drops
+  compactions whose from/to message was deleted (an overlay they had superseded applies again),
+  removes search rows and recomputes the leaf pointer and count.
+
+Search
+======
+
+Two FTS5 indexes per message, keyed by ``seq``: ``message_text`` (``unicode61``, unstemmed,
+``detail=column``; it stores the indexed text) answers ``prefix*`` terms as typed, and
+``message_stem`` (``porter unicode61``, external content over ``message_text`` so the text is
+not stored twice) answers words and phrases stemmed, and gives BM25 and snippets. A query is
+built *only* from :class:`~mindstore.search.ParsedQuery` tokens, each double-quoted (``"tok"``,
+``"a b"``, ``"pre"*``), so nothing a user types can be an FTS5 syntax error. Words + prefixes =
+stem MATCH restricted to the rowids of the prefix MATCH. Ranking: ``bm25`` with ``tool_text``
+weighted 0.25 against ``text`` 1.0; :attr:`SearchResult.score` is ``-bm25`` (higher is better);
+ties by ``seq`` descending (most recent first). ``SearchResult.text`` is the indexed text (the
+tool text when the message has no text parts). Snippets mark matches with ``[`` ``]`` and elide
+with ``…``. Index rows are written, replaced and removed in the same transaction as the message.
+
+Keyed entries (StoreSearchProvider / StoreSkillProvider) use the same two-index scheme over
+``key``, ``content`` and ``description`` with the ``entries`` table as external content.
+
+Blocks, prompts and skill states are keyed by strings; a namespace-wide block or entry
+collection (``ScopeKey.session_id=None``) is stored with scope ``''`` — never a valid session id,
+so keys cannot collide.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from types import TracebackType
+from typing import Any, Literal, Self
+
+from mindstore.errors import (
+    CompactionError,
+    ConflictError,
+    InvalidKeyError,
+    InvalidMessageError,
+    MessageNotFoundError,
+    SchemaVersionError,
+    SessionNotFoundError,
+    StoreError,
+)
+from mindstore.messages import dumps
+from mindstore.search import ParsedQuery, SearchResult, index_text
+from mindstore.store.base import (
+    AUTO,
+    UNSET,
+    Compaction,
+    Entry,
+    EntryHit,
+    NewMessage,
+    PathWindow,
+    ScopeKey,
+    SessionInfo,
+    SessionKey,
+    SkillState,
+    StoredMessage,
+    _Sentinel,
+)
+from mindstore.store.sqlite.migrations import LATEST_VERSION, MIGRATIONS
+
+__all__ = ["SQLiteStore"]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_TOOL_WEIGHT = 0.25
+_SNIPPET_TOKENS = 16
+_SESSION_FIELDS = frozenset({"name", "end_reason", "model", "source", "metadata"})
+
+
+def _now_us() -> int:
+    return time.time_ns() // 1000
+
+
+def _dt(us: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=us)
+
+
+def _check_name(value: Any, field: str) -> str:
+    if not isinstance(value, str) or not value or len(value) > 256 or "\x00" in value:
+        raise ValueError(f"{field} must be a non-empty string of at most 256 characters")
+    return value
+
+
+def _check_key(key: Any) -> SessionKey:
+    if not isinstance(key, SessionKey):
+        raise TypeError(f"expected a SessionKey, got {type(key).__name__}")
+    _check_name(key.namespace, "namespace")
+    _check_name(key.session_id, "session_id")
+    return key
+
+
+def _check_scope(key: Any) -> tuple[str, str, str]:
+    if not isinstance(key, ScopeKey):
+        raise TypeError(f"expected a ScopeKey, got {type(key).__name__}")
+    _check_name(key.namespace, "namespace")
+    if key.session_id is not None:
+        _check_name(key.session_id, "session_id")
+    _check_name(key.label, "label")
+    return key.namespace, key.session_id or "", key.label
+
+
+def _check_id(value: Any, field: str = "message id") -> str:
+    if not isinstance(value, str) or not value or len(value) > 256 or "\x00" in value:
+        raise InvalidMessageError(
+            f"{field} must be a non-empty string of at most 256 characters, got {value!r:.80}"
+        )
+    return value
+
+
+def _check_entry_key(value: Any) -> str:
+    if not isinstance(value, str) or not value or len(value) > 512 or "\x00" in value:
+        raise InvalidKeyError(
+            f"entry key must be a non-empty string of at most 512 characters, got {value!r:.80}"
+        )
+    return value
+
+
+def _check_text(value: Any, field: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{field} must be a string, got {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"{field} contains a lone surrogate; strings must be valid Unicode"
+        ) from None
+    return value
+
+
+def _check_limit(limit: Any, field: str = "limit") -> int:
+    if not isinstance(limit, int) or isinstance(limit, bool):
+        raise TypeError(f"{field} must be an integer, got {type(limit).__name__}")
+    return limit
+
+
+def _check_query(query: Any) -> ParsedQuery:
+    if not isinstance(query, ParsedQuery):
+        raise TypeError(
+            f"query must be a ParsedQuery (use mindstore.search.parse_query), "
+            f"got {type(query).__name__}"
+        )
+    return query
+
+
+def _quote(token: str) -> str:
+    return '"' + token.replace('"', '""') + '"'
+
+
+def match_sql(query: ParsedQuery) -> tuple[str | None, str | None]:
+    """FTS5 MATCH expressions ``(stemmed, unstemmed)`` built only from the parsed tokens.
+
+    Every token is double-quoted, so the expressions are valid FTS5 whatever the user typed.
+    """
+    stem = [_quote(w) for w in query.words] + [_quote(" ".join(p)) for p in query.phrases]
+    raw = [_quote(p) + "*" for p in query.prefixes]
+    return (" AND ".join(stem) or None, " AND ".join(raw) or None)
+
+
+def _message_row(row: Sequence[Any], parent_id: str | None) -> StoredMessage:
+    return StoredMessage(
+        id=row[1],
+        parent_id=parent_id,
+        message=json.loads(row[3]),
+        created_at=_EPOCH + timedelta(microseconds=row[4]),
+        seq=row[0],
+        tokens=row[5],
+        nbytes=row[6],
+    )
+
+
+# seq, id, parent id, content, created_us, tokens, nbytes
+_MSG_SELECT = (
+    "SELECT m.seq, m.id, p.id, m.content, m.created_us, m.tokens, m.nbytes "
+    "FROM messages m LEFT JOIN messages p ON p.seq = m.parent_seq "
+)
+
+# Walk from a message to its root; rows come out leaf-first (the CTE queue is FIFO).
+_PATH_SQL = (
+    "WITH RECURSIVE up(seq, parent_seq, id, content, created_us, tokens, nbytes) AS ("
+    " SELECT seq, parent_seq, id, content, created_us, tokens, nbytes FROM messages WHERE seq = ?"
+    " UNION ALL"
+    " SELECT m.seq, m.parent_seq, m.id, m.content, m.created_us, m.tokens, m.nbytes"
+    " FROM up JOIN messages m ON m.seq = up.parent_seq"
+    ") SELECT seq, id, parent_seq, content, created_us, tokens, nbytes FROM up"
+)
+
+_PATH_SIZES_SQL = (
+    "WITH RECURSIVE up(seq, parent_seq, tokens, nbytes) AS ("
+    " SELECT seq, parent_seq, tokens, nbytes FROM messages WHERE seq = ?"
+    " UNION ALL"
+    " SELECT m.seq, m.parent_seq, m.tokens, m.nbytes FROM up JOIN messages m"
+    " ON m.seq = up.parent_seq"
+    ") SELECT tokens, nbytes FROM up"
+)
+
+_PATH_COUNT_SQL = (
+    "WITH RECURSIVE up(parent_seq) AS ("
+    " SELECT parent_seq FROM messages WHERE seq = ?"
+    " UNION ALL"
+    " SELECT m.parent_seq FROM up JOIN messages m ON m.seq = up.parent_seq"
+    ") SELECT count(*) FROM up"
+)
+
+_SESSION_COLS = (
+    "session_id, name, parent_session_id, model, source, metadata, input_tokens, "
+    "output_tokens, estimated_cost, end_reason, created_us, updated_us, message_count"
+)
+
+
+def _session_info(row: Sequence[Any]) -> SessionInfo:
+    return SessionInfo(
+        id=row[0],
+        name=row[1],
+        parent_session_id=row[2],
+        model=row[3],
+        source=row[4],
+        metadata=json.loads(row[5]) if row[5] is not None else None,
+        input_tokens=row[6],
+        output_tokens=row[7],
+        estimated_cost=row[8],
+        end_reason=row[9],
+        created_at=_dt(row[10]),
+        updated_at=_dt(row[11]),
+        message_count=row[12],
+    )
+
+
+def _compaction(row: Sequence[Any]) -> Compaction:
+    return Compaction(
+        id=row[0],
+        from_message_id=row[1],
+        to_message_id=row[2],
+        summary=row[3],
+        created_at=_dt(row[4]),
+        superseded_by=row[5],
+        reverted=bool(row[6]),
+    )
+
+
+_COMPACTION_COLS = "id, from_id, to_id, summary, created_us, superseded_by, reverted"
+
+
+class SQLiteStore:
+    """The SQLite backend of the :class:`~mindstore.store.base.Store` protocol.
+
+    Args:
+        path: a file path, or ``":memory:"`` for a private in-memory database.
+        synchronous: ``"NORMAL"`` (default; WAL commits survive a process crash) or ``"FULL"``
+            (commits also survive power loss, slower).
+        busy_timeout: seconds to wait for another process's write lock before raising
+            :class:`~mindstore.errors.StoreError`.
+
+    The constructor does no I/O; the database is opened (and migrated) on first use.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+        busy_timeout: float = 30.0,
+    ) -> None:
+        if not isinstance(path, str | os.PathLike):
+            raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+        if synchronous not in ("NORMAL", "FULL"):
+            raise ValueError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
+        if (
+            isinstance(busy_timeout, bool)
+            or not isinstance(busy_timeout, int | float)
+            or not busy_timeout >= 0
+        ):
+            raise ValueError("busy_timeout must be a non-negative number of seconds")
+        self._path = os.fspath(path)
+        self._synchronous = synchronous
+        self._busy_timeout = float(busy_timeout)
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+        self._lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self._path!r})"
+
+    @property
+    def database(self) -> str:
+        """The database path as given (``":memory:"`` for an in-memory store)."""
+        return self._path
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    async def __aenter__(self) -> Self:
+        with self._tx(write=False):
+            pass
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection. Idempotent; later calls raise StoreError."""
+        with self._lock:
+            self._closed = True
+            conn, self._conn = self._conn, None
+            if conn is not None:
+                try:
+                    conn.close()
+                except sqlite3.Error as e:  # pragma: no cover - close rarely fails
+                    raise StoreError(f"closing {self._path!r} failed: {e}") from e
+
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self._path,
+            timeout=self._busy_timeout,
+            isolation_level=None,
+            check_same_thread=False,
+            cached_statements=256,
+        )
+        try:
+            # Read the version before anything can write to the file (WAL switch, migrations).
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > LATEST_VERSION:
+                raise SchemaVersionError(
+                    f"{self._path!r} has schema version {version}, but this mindstore only "
+                    f"understands up to {LATEST_VERSION}: upgrade mindstore to open it"
+                )
+            if self._path != ":memory:":
+                conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={self._synchronous}")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout * 1000)}")
+            if version < LATEST_VERSION:
+                self._migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        self._begin(conn)
+        try:
+            # Another process may have migrated while we waited for the lock.
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > LATEST_VERSION:
+                raise SchemaVersionError(
+                    f"{self._path!r} has schema version {version}, newer than {LATEST_VERSION}"
+                )
+            for number, _name, sql in MIGRATIONS:
+                if number > version:
+                    for statement in sql.split(";"):
+                        if statement.strip():
+                            conn.execute(statement)
+            conn.execute(f"PRAGMA user_version={LATEST_VERSION}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def _begin(self, conn: sqlite3.Connection) -> None:
+        deadline = time.monotonic() + self._busy_timeout
+        while True:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as e:
+                busy = getattr(e, "sqlite_errorcode", None) in (
+                    sqlite3.SQLITE_BUSY,
+                    sqlite3.SQLITE_LOCKED,
+                ) or "locked" in str(e)
+                if not busy or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.005)
+
+    @contextmanager
+    def _tx(self, *, write: bool) -> Iterator[sqlite3.Connection]:
+        """Run a block on the connection: one ``BEGIN IMMEDIATE`` transaction when ``write``.
+
+        The single place where sqlite3 errors become StoreError; any exception rolls back.
+        """
+        with self._lock:
+            try:
+                if self._closed:
+                    raise StoreError(f"{self!r} is closed; open a new store")
+                conn = self._conn
+                if conn is None:
+                    conn = self._conn = self._open()
+                if not write:
+                    yield conn
+                    return
+                self._begin(conn)
+                try:
+                    yield conn
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as e:
+                raise StoreError(f"SQLite error on {self._path!r}: {e}") from e
+
+    # ---- helpers (inside a transaction) ------------------------------------------------------
+    @staticmethod
+    def _sid(conn: sqlite3.Connection, key: SessionKey) -> int | None:
+        row = conn.execute(
+            "SELECT sid FROM sessions WHERE namespace = ? AND session_id = ?",
+            (key.namespace, key.session_id),
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    @staticmethod
+    def _seq(conn: sqlite3.Connection, sid: int | None, message_id: str) -> int | None:
+        if sid is None:
+            return None
+        row = conn.execute(
+            "SELECT seq FROM messages WHERE sid = ? AND id = ?", (sid, message_id)
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def _require_seq(self, conn: sqlite3.Connection, key: SessionKey, message_id: str) -> int:
+        seq = self._seq(conn, self._sid(conn, key), message_id)
+        if seq is None:
+            raise MessageNotFoundError(
+                f"no message {message_id!r} in session {key.session_id!r} "
+                f"(namespace {key.namespace!r})"
+            )
+        return seq
+
+    def _leaf_seq(
+        self, conn: sqlite3.Connection, key: SessionKey, leaf_id: str | None
+    ) -> int | None:
+        """The seq a path ends at: ``leaf_id``'s, or the latest leaf (None when empty)."""
+        if leaf_id is not None:
+            return self._require_seq(conn, key, _check_id(leaf_id, "leaf_id"))
+        row = conn.execute(
+            "SELECT leaf_seq FROM sessions WHERE namespace = ? AND session_id = ?",
+            (key.namespace, key.session_id),
+        ).fetchone()
+        return None if row is None else row[0]
+
+    @staticmethod
+    def _index(conn: sqlite3.Connection, seq: int, message: Mapping[str, Any]) -> None:
+        text, tool_text = index_text(message)
+        conn.execute(
+            "INSERT INTO message_text (rowid, text, tool_text) VALUES (?, ?, ?)",
+            (seq, text, tool_text),
+        )
+        conn.execute(
+            "INSERT INTO message_stem (rowid, text, tool_text) VALUES (?, ?, ?)",
+            (seq, text, tool_text),
+        )
+
+    @staticmethod
+    def _unindex_sql(conn: sqlite3.Connection, where: str, params: Sequence[Any]) -> None:
+        """Remove the search rows of messages ``WHERE <where>`` (on ``message_text`` rowid)."""
+        # The external-content index must be told the old values; they are in message_text.
+        conn.execute(
+            "INSERT INTO message_stem (message_stem, rowid, text, tool_text) "
+            f"SELECT 'delete', rowid, text, tool_text FROM message_text WHERE {where}",
+            params,
+        )
+        conn.execute(f"DELETE FROM message_text WHERE {where}", params)
+
+    # ---- messages ----------------------------------------------------------------------------
+    async def append(
+        self,
+        key: SessionKey,
+        items: Sequence[NewMessage],
+        *,
+        expected_leaf: str | _Sentinel | None = UNSET,
+    ) -> list[bool]:
+        """See :meth:`mindstore.store.base.Store.append`."""
+        _check_key(key)
+        prepared: list[tuple[NewMessage, str, str, str, int]] = []
+        for item in items:
+            if not isinstance(item, NewMessage):
+                raise TypeError(f"append takes NewMessage items, got {type(item).__name__}")
+            msg = item.message
+            if not isinstance(msg, dict):
+                raise InvalidMessageError("NewMessage.message must be a validated message dict")
+            mid = _check_id(msg.get("id"), "message.id")
+            role = msg.get("role")
+            if not isinstance(role, str):
+                raise InvalidMessageError("message.role must be a string")
+            parent = item.parent
+            if isinstance(parent, str):
+                _check_id(parent, "parent_id")
+            elif parent is not None and parent is not AUTO:
+                raise TypeError("parent must be a message id, None (new root) or AUTO")
+            if isinstance(item.tokens, bool) or not isinstance(item.tokens, int):
+                raise TypeError("NewMessage.tokens must be an integer")
+            try:
+                content = dumps(msg)
+            except (TypeError, ValueError) as e:
+                raise InvalidMessageError(f"message {mid!r} is not JSON-serialisable: {e}") from e
+            prepared.append((item, mid, role, content, len(content.encode("utf-8"))))
+        if expected_leaf is not UNSET and expected_leaf is not None:
+            _check_id(expected_leaf, "expected_leaf")
+        if not prepared and expected_leaf is UNSET:
+            return []
+
+        with self._tx(write=True) as conn:
+            now = _now_us()
+            row = conn.execute(
+                "SELECT sid, leaf_seq, message_count FROM sessions "
+                "WHERE namespace = ? AND session_id = ?",
+                (key.namespace, key.session_id),
+            ).fetchone()
+            if row is None:
+                sid = conn.execute(
+                    "INSERT INTO sessions (namespace, session_id, created_us, updated_us) "
+                    "VALUES (?, ?, ?, ?)",
+                    (key.namespace, key.session_id, now, now),
+                ).lastrowid
+                assert sid is not None
+                leaf: int | None = None
+                count = 0
+            else:
+                sid, leaf, count = row
+            if expected_leaf is not UNSET:
+                current = None
+                if leaf is not None:
+                    current = conn.execute(
+                        "SELECT id FROM messages WHERE seq = ?", (leaf,)
+                    ).fetchone()[0]
+                if current != expected_leaf:
+                    raise ConflictError(
+                        f"expected the latest leaf of session {key.session_id!r} to be "
+                        f"{expected_leaf!r} but it is {current!r}: re-read the history and retry"
+                    )
+            results: list[bool] = []
+            inserted = 0
+            for item, mid, role, content, nbytes in prepared:
+                parent = item.parent
+                if parent is AUTO:
+                    parent_seq = leaf
+                elif parent is None:
+                    parent_seq = None
+                else:
+                    assert isinstance(parent, str)
+                    parent_seq = self._seq(conn, sid, parent)
+                    if parent_seq is None:
+                        raise MessageNotFoundError(
+                            f"parent message {parent!r} does not exist in session "
+                            f"{key.session_id!r}; nothing was written"
+                        )
+                cur = conn.execute(
+                    "INSERT OR IGNORE INTO messages "
+                    "(sid, id, parent_seq, role, content, tokens, nbytes, created_us) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (sid, mid, parent_seq, role, content, item.tokens, nbytes, now),
+                )
+                if cur.rowcount != 1:
+                    results.append(False)
+                    continue
+                seq = cur.lastrowid
+                assert seq is not None
+                self._index(conn, seq, item.message)
+                leaf = seq
+                inserted += 1
+                results.append(True)
+            if inserted:
+                conn.execute(
+                    "UPDATE sessions SET leaf_seq = ?, message_count = ?, updated_us = ? "
+                    "WHERE sid = ?",
+                    (leaf, count + inserted, now, sid),
+                )
+            return results
+
+    async def get_message(self, key: SessionKey, message_id: str) -> StoredMessage | None:
+        _check_key(key)
+        _check_id(message_id)
+        with self._tx(write=False) as conn:
+            row = conn.execute(
+                _MSG_SELECT + "JOIN sessions s ON s.sid = m.sid "
+                "WHERE s.namespace = ? AND s.session_id = ? AND m.id = ?",
+                (key.namespace, key.session_id, message_id),
+            ).fetchone()
+        return None if row is None else _message_row(row, row[2])
+
+    async def get_messages(self, key: SessionKey, ids: Sequence[str]) -> list[StoredMessage]:
+        _check_key(key)
+        if isinstance(ids, str):
+            raise TypeError("ids must be a sequence of message ids, not a string")
+        wanted = [_check_id(i) for i in ids]
+        if not wanted:
+            return []
+        with self._tx(write=False) as conn:
+            rows = conn.execute(
+                _MSG_SELECT + "JOIN sessions s ON s.sid = m.sid "
+                "WHERE s.namespace = ? AND s.session_id = ? "
+                "AND m.id IN (SELECT value FROM json_each(?)) ORDER BY m.seq",
+                (key.namespace, key.session_id, json.dumps(wanted)),
+            ).fetchall()
+        return [_message_row(r, r[2]) for r in rows]
+
+    async def all_messages(self, key: SessionKey) -> list[StoredMessage]:
+        _check_key(key)
+        with self._tx(write=False) as conn:
+            rows = conn.execute(
+                _MSG_SELECT + "JOIN sessions s ON s.sid = m.sid "
+                "WHERE s.namespace = ? AND s.session_id = ? ORDER BY m.seq",
+                (key.namespace, key.session_id),
+            ).fetchall()
+        return [_message_row(r, r[2]) for r in rows]
+
+    def _path_rows(
+        self, conn: sqlite3.Connection, seq: int, limit: int | None
+    ) -> list[StoredMessage]:
+        """Rows from ``seq`` up to the root (or ``limit`` rows), returned root-most first."""
+        sql = _PATH_SQL if limit is None else _PATH_SQL + f" LIMIT {int(limit)}"
+        rows = conn.execute(sql, (seq,)).fetchall()
+        rows.reverse()
+        if not rows:
+            return []
+        top_parent: str | None = None
+        if rows[0][2] is not None:
+            top_parent = conn.execute(
+                "SELECT id FROM messages WHERE seq = ?", (rows[0][2],)
+            ).fetchone()[0]
+        out: list[StoredMessage] = []
+        parent_id = top_parent
+        loads = json.loads
+        for r in rows:
+            out.append(
+                StoredMessage(
+                    id=r[1],
+                    parent_id=parent_id,
+                    message=loads(r[3]),
+                    created_at=_EPOCH + timedelta(microseconds=r[4]),
+                    seq=r[0],
+                    tokens=r[5],
+                    nbytes=r[6],
+                )
+            )
+            parent_id = r[1]
+        return out
+
+    async def path(self, key: SessionKey, leaf_id: str | None) -> list[StoredMessage]:
+        _check_key(key)
+        with self._tx(write=False) as conn:
+            conn.execute("BEGIN")  # one snapshot for the leaf lookup and the walk
+            try:
+                seq = self._leaf_seq(conn, key, leaf_id)
+                return [] if seq is None else self._path_rows(conn, seq, None)
+            finally:
+                conn.execute("COMMIT")
+
+    async def path_window(
+        self,
+        key: SessionKey,
+        leaf_id: str | None,
+        *,
+        max_tokens: int | None,
+        max_bytes: int | None,
+        min_messages: int,
+    ) -> PathWindow:
+        _check_key(key)
+        for name, value in (("max_tokens", max_tokens), ("max_bytes", max_bytes)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise TypeError(f"{name} must be an integer or None")
+        _check_limit(min_messages, "min_messages")
+        with self._tx(write=False) as conn:
+            conn.execute("BEGIN")
+            try:
+                seq = self._leaf_seq(conn, key, leaf_id)
+                if seq is None:
+                    return PathWindow(
+                        messages=[], truncated=False, total_tokens=0, total_bytes=0, path_length=0
+                    )
+                sizes = conn.execute(_PATH_SIZES_SQL, (seq,)).fetchall()  # leaf first
+                total_tokens = sum(t for t, _ in sizes)
+                total_bytes = sum(b for _, b in sizes)
+                n = 0
+                used_tokens = used_bytes = 0
+                for tokens, nbytes in sizes:
+                    fits = (max_tokens is None or used_tokens + tokens <= max_tokens) and (
+                        max_bytes is None or used_bytes + nbytes <= max_bytes
+                    )
+                    if not fits and n >= max(1, min_messages):
+                        break
+                    used_tokens += tokens
+                    used_bytes += nbytes
+                    n += 1
+                window = self._path_rows(conn, seq, None if n == len(sizes) else n)
+            finally:
+                conn.execute("COMMIT")
+        return PathWindow(
+            messages=window,
+            truncated=n < len(sizes),
+            total_tokens=total_tokens,
+            total_bytes=total_bytes,
+            path_length=len(sizes),
+        )
+
+    async def path_length(self, key: SessionKey, leaf_id: str | None) -> int:
+        _check_key(key)
+        with self._tx(write=False) as conn:
+            conn.execute("BEGIN")
+            try:
+                seq = self._leaf_seq(conn, key, leaf_id)
+                if seq is None:
+                    return 0
+                return int(conn.execute(_PATH_COUNT_SQL, (seq,)).fetchone()[0])
+            finally:
+                conn.execute("COMMIT")
+
+    async def children(self, key: SessionKey, message_id: str) -> list[StoredMessage]:
+        _check_key(key)
+        _check_id(message_id)
+        with self._tx(write=False) as conn:
+            conn.execute("BEGIN")
+            try:
+                seq = self._require_seq(conn, key, message_id)
+                rows = conn.execute(
+                    _MSG_SELECT + "WHERE m.parent_seq = ? ORDER BY m.seq", (seq,)
+                ).fetchall()
+            finally:
+                conn.execute("COMMIT")
+        return [_message_row(r, r[2]) for r in rows]
+
+    async def latest_leaf(self, key: SessionKey) -> StoredMessage | None:
+        _check_key(key)
+        with self._tx(write=False) as conn:
+            row = conn.execute(
+                _MSG_SELECT + "JOIN sessions s ON m.seq = s.leaf_seq "
+                "WHERE s.namespace = ? AND s.session_id = ?",
+                (key.namespace, key.session_id),
+            ).fetchone()
+        return None if row is None else _message_row(row, row[2])
+
+    async def update(self, key: SessionKey, message: dict[str, Any], *, tokens: int) -> None:
+        _check_key(key)
+        if not isinstance(message, dict):
+            raise InvalidMessageError("update takes a validated message dict")
+        mid = _check_id(message.get("id"), "message.id")
+        role = message.get("role")
+        if not isinstance(role, str):
+            raise InvalidMessageError("message.role must be a string")
+        if isinstance(tokens, bool) or not isinstance(tokens, int):
+            raise TypeError("tokens must be an integer")
+        try:
+            content = dumps(message)
+        except (TypeError, ValueError) as e:
+            raise InvalidMessageError(f"message {mid!r} is not JSON-serialisable: {e}") from e
+        with self._tx(write=True) as conn:
+            seq = self._require_seq(conn, key, mid)
+            conn.execute(
+                "UPDATE messages SET role = ?, content = ?, tokens = ?, nbytes = ? WHERE seq = ?",
+                (role, content, tokens, len(content.encode("utf-8")), seq),
+            )
+            self._unindex_sql(conn, "rowid = ?", (seq,))
+            self._index(conn, seq, message)
+
+    async def delete(self, key: SessionKey, ids: Sequence[str]) -> int:
+        _check_key(key)
+        if isinstance(ids, str):
+            raise TypeError("ids must be a sequence of message ids, not a string")
+        wanted = list(dict.fromkeys(_check_id(i) for i in ids))
+        if not wanted:
+            return 0
+        with self._tx(write=True) as conn:
+            sid = self._sid(conn, key)
+            rows = (
+                conn.execute(
+                    "SELECT seq, id, parent_seq FROM messages "
+                    "WHERE sid = ? AND id IN (SELECT value FROM json_each(?))",
+                    (sid, json.dumps(wanted)),
+                ).fetchall()
+                if sid is not None
+                else []
+            )
+            if len(rows) != len(wanted):
+                found = {r[1] for r in rows}
+                missing = [i for i in wanted if i not in found]
+                raise MessageNotFoundError(
+                    f"cannot delete {missing[0]!r}: no such message in session "
+                    f"{key.session_id!r}; nothing was deleted"
+                )
+            assert sid is not None
+            parent_of = {seq: parent for seq, _, parent in rows}
+            for seq in parent_of:
+                survivor = parent_of[seq]
+                while survivor in parent_of:
+                    survivor = parent_of[survivor]
+                conn.execute(
+                    "UPDATE messages SET parent_seq = ? WHERE parent_seq = ?", (survivor, seq)
+                )
+            seqs = json.dumps(list(parent_of))
+            in_seqs = "rowid IN (SELECT value FROM json_each(?))"
+            self._unindex_sql(conn, in_seqs, (seqs,))
+            ids_json = json.dumps(wanted)
+            dropped = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM compactions WHERE sid = ? AND ("
+                    "from_id IN (SELECT value FROM json_each(?)) OR "
+                    "to_id IN (SELECT value FROM json_each(?)))",
+                    (sid, ids_json, ids_json),
+                )
+            ]
+            if dropped:
+                dropped_json = json.dumps(dropped)
+                conn.execute(
+                    "DELETE FROM compactions WHERE id IN (SELECT value FROM json_each(?))",
+                    (dropped_json,),
+                )
+                conn.execute(
+                    "UPDATE compactions SET superseded_by = NULL "
+                    "WHERE sid = ? AND superseded_by IN (SELECT value FROM json_each(?))",
+                    (sid, dropped_json),
+                )
+            conn.execute(
+                "DELETE FROM messages WHERE seq IN (SELECT value FROM json_each(?))", (seqs,)
+            )
+            leaf = conn.execute(
+                "SELECT max(seq) FROM messages m WHERE sid = ? AND NOT EXISTS "
+                "(SELECT 1 FROM messages c WHERE c.parent_seq = m.seq)",
+                (sid,),
+            ).fetchone()[0]
+            conn.execute(
+                "UPDATE sessions SET leaf_seq = ?, message_count = message_count - ?, "
+                "updated_us = ? WHERE sid = ?",
+                (leaf, len(rows), _now_us(), sid),
+            )
+            return len(rows)
+
+    async def clear(self, key: SessionKey) -> None:
+        _check_key(key)
+        with self._tx(write=True) as conn:
+            self._clear_session(conn, key)
+
+    def _clear_session(self, conn: sqlite3.Connection, key: SessionKey) -> int | None:
+        conn.execute(
+            "DELETE FROM skill_states WHERE namespace = ? AND session_id = ?",
+            (key.namespace, key.session_id),
+        )
+        sid = self._sid(conn, key)
+        if sid is None:
+            return None
+        self._unindex_sql(conn, "rowid IN (SELECT seq FROM messages WHERE sid = ?)", (sid,))
+        conn.execute("DELETE FROM compactions WHERE sid = ?", (sid,))
+        conn.execute("DELETE FROM messages WHERE sid = ?", (sid,))
+        conn.execute(
+            "UPDATE sessions SET leaf_seq = NULL, message_count = 0, updated_us = ? WHERE sid = ?",
+            (_now_us(), sid),
+        )
+        return sid
+
+    async def search(
+        self,
+        namespace: str,
+        query: ParsedQuery,
+        *,
+        session_ids: Sequence[str] | None = None,
+        limit: int = 20,
+    ) -> list[SearchResult]:
+        """See :meth:`mindstore.store.base.Store.search` and the module docstring."""
+        _check_name(namespace, "namespace")
+        _check_query(query)
+        _check_limit(limit)
+        if session_ids is not None:
+            if isinstance(session_ids, str):
+                raise TypeError("session_ids must be a sequence of session ids, not a string")
+            session_ids = [_check_name(s, "session id") for s in session_ids]
+            if not session_ids:
+                return []
+        if query.empty or limit <= 0:
+            return []
+        stem, raw = match_sql(query)
+        table = "message_stem" if stem is not None else "message_text"
+        params: list[Any] = []
+        where = [f"{table} MATCH ?"]
+        params.append(stem if stem is not None else raw)
+        if stem is not None and raw is not None:
+            where.append("f.rowid IN (SELECT rowid FROM message_text WHERE message_text MATCH ?)")
+            params.append(raw)
+        where.append("s.namespace = ?")
+        params.append(namespace)
+        if session_ids is not None:
+            where.append("s.session_id IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps(session_ids))
+        params.append(limit)
+        # CROSS JOIN keeps FTS as the driving table: the match set is small next to a namespace.
+        sql = (
+            f"SELECT s.session_id, m.id, m.role, f.text, f.tool_text, "
+            f"snippet({table}, -1, '[', ']', '…', {_SNIPPET_TOKENS}), "
+            f"bm25({table}, 1.0, {_TOOL_WEIGHT}) AS rank, m.created_us "
+            f"FROM {table} f CROSS JOIN messages m ON m.seq = f.rowid "
+            f"CROSS JOIN sessions s ON s.sid = m.sid "
+            f"WHERE {' AND '.join(where)} ORDER BY rank, m.seq DESC LIMIT ?"
+        )
+        with self._tx(write=False) as conn:
+            rows = conn.execute(sql, params).fetchall()
+        return [
+            SearchResult(
+                session_id=r[0],
+                message_id=r[1],
+                role=r[2],
+                text=r[3] or r[4] or "",
+                snippet=r[5] or "",
+                score=-float(r[6]),
+                created_at=_dt(r[7]),
+            )
+            for r in rows
+        ]
+
+    # ---- compaction overlays -----------------------------------------------------------------
+    async def add_compaction(
+        self,
+        key: SessionKey,
+        *,
+        summary: str,
+        from_id: str,
+        to_id: str,
+        supersedes: Sequence[int] = (),
+    ) -> Compaction:
+        _check_key(key)
+        _check_text(summary, "summary")
+        _check_id(from_id, "from_id")
+        _check_id(to_id, "to_id")
+        sup = list(supersedes)
+        for c in sup:
+            if isinstance(c, bool) or not isinstance(c, int):
+                raise TypeError("supersedes must be compaction ids (integers)")
+        with self._tx(write=True) as conn:
+            self._require_seq(conn, key, from_id)
+            self._require_seq(conn, key, to_id)
+            sid = self._sid(conn, key)
+            if sup:
+                known = {
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT id FROM compactions WHERE sid = ? "
+                        "AND id IN (SELECT value FROM json_each(?))",
+                        (sid, json.dumps(sup)),
+                    )
+                }
+                unknown = [c for c in sup if c not in known]
+                if unknown:
+                    raise CompactionError(
+                        f"cannot supersede compaction {unknown[0]}: not a compaction of "
+                        f"session {key.session_id!r}"
+                    )
+            cid = conn.execute(
+                "INSERT INTO compactions (sid, from_id, to_id, summary, created_us) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (sid, from_id, to_id, summary, _now_us()),
+            ).lastrowid
+            if sup:
+                conn.execute(
+                    "UPDATE compactions SET superseded_by = ? "
+                    "WHERE id IN (SELECT value FROM json_each(?))",
+                    (cid, json.dumps(sup)),
+                )
+            row = conn.execute(
+                f"SELECT {_COMPACTION_COLS} FROM compactions WHERE id = ?", (cid,)
+            ).fetchone()
+        return _compaction(row)
+
+    async def get_compactions(self, key: SessionKey) -> list[Compaction]:
+        _check_key(key)
+        with self._tx(write=False) as conn:
+            rows = conn.execute(
+                f"SELECT {_COMPACTION_COLS} FROM compactions WHERE sid = "
+                "(SELECT sid FROM sessions WHERE namespace = ? AND session_id = ?) ORDER BY id",
+                (key.namespace, key.session_id),
+            ).fetchall()
+        return [_compaction(r) for r in rows]
+
+    async def revert_compaction(self, key: SessionKey, compaction_id: int) -> Compaction:
+        _check_key(key)
+        if isinstance(compaction_id, bool) or not isinstance(compaction_id, int):
+            raise TypeError("compaction_id must be an integer")
+        with self._tx(write=True) as conn:
+            sid = self._sid(conn, key)
+            row = conn.execute(
+                "SELECT id FROM compactions WHERE id = ? AND sid = ?", (compaction_id, sid)
+            ).fetchone()
+            if row is None:
+                raise CompactionError(
+                    f"no compaction {compaction_id} in session {key.session_id!r}"
+                )
+            conn.execute("UPDATE compactions SET reverted = 1 WHERE id = ?", (compaction_id,))
+            conn.execute(
+                "UPDATE compactions SET superseded_by = NULL WHERE superseded_by = ?",
+                (compaction_id,),
+            )
+            row = conn.execute(
+                f"SELECT {_COMPACTION_COLS} FROM compactions WHERE id = ?", (compaction_id,)
+            ).fetchone()
+        return _compaction(row)
+
+    # ---- context blocks ----------------------------------------------------------------------
+    async def get_block(self, key: ScopeKey) -> str | None:
+        ns, scope, label = _check_scope(key)
+        with self._tx(write=False) as conn:
+            row = conn.execute(
+                "SELECT content FROM blocks WHERE namespace = ? AND scope = ? AND label = ?",
+                (ns, scope, label),
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    @staticmethod
+    def _put_block(conn: sqlite3.Connection, k: tuple[str, str, str], content: str) -> None:
+        conn.execute(
+            "INSERT INTO blocks (namespace, scope, label, content, updated_us) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (namespace, scope, label) "
+            "DO UPDATE SET content = excluded.content, updated_us = excluded.updated_us",
+            (*k, content, _now_us()),
+        )
+
+    async def set_block(self, key: ScopeKey, content: str) -> None:
+        k = _check_scope(key)
+        _check_text(content, "content")
+        with self._tx(write=True) as conn:
+            self._put_block(conn, k, content)
+
+    async def update_block(self, key: ScopeKey, fn: Callable[[str], str]) -> str:
+        """See :meth:`mindstore.store.base.Store.update_block`: ``fn`` runs while this process
+        holds the database write lock, so concurrent updates from any process serialise."""
+        k = _check_scope(key)
+        if not callable(fn):
+            raise TypeError("fn must be a callable taking the current content")
+        with self._tx(write=True) as conn:
+            row = conn.execute(
+                "SELECT content FROM blocks WHERE namespace = ? AND scope = ? AND label = ?", k
+            ).fetchone()
+            new = fn("" if row is None else row[0])
+            _check_text(new, "the block update function's result")
+            self._put_block(conn, k, new)
+        return new
+
+    async def delete_block(self, key: ScopeKey) -> None:
+        k = _check_scope(key)
+        with self._tx(write=True) as conn:
+            conn.execute("DELETE FROM blocks WHERE namespace = ? AND scope = ? AND label = ?", k)
+
+    async def list_blocks(
+        self, namespace: str, session_id: str | None
+    ) -> list[tuple[ScopeKey, str]]:
+        _check_name(namespace, "namespace")
+        if session_id is not None:
+            _check_name(session_id, "session_id")
+        with self._tx(write=False) as conn:
+            rows = conn.execute(
+                "SELECT scope, label, content FROM blocks WHERE namespace = ? AND scope IN (?, '')"
+                " ORDER BY scope = '', label",
+                (namespace, session_id or ""),
+            ).fetchall()
+        return [
+            (ScopeKey(namespace=namespace, session_id=scope or None, label=label), content)
+            for scope, label, content in rows
+        ]
+
+    # ---- frozen system prompt ----------------------------------------------------------------
+    async def get_prompt(self, key: SessionKey) -> str | None:
+        _check_key(key)
+        with self._tx(write=False) as conn:
+            row = conn.execute(
+                "SELECT prompt FROM prompts WHERE namespace = ? AND session_id = ?",
+                (key.namespace, key.session_id),
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    async def put_prompt(self, key: SessionKey, prompt: str, *, overwrite: bool) -> str:
+        _check_key(key)
+        _check_text(prompt, "prompt")
+        with self._tx(write=True) as conn:
+            conn.execute(
+                "INSERT INTO prompts (namespace, session_id, prompt, updated_us) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT (namespace, session_id) DO "
+                + (
+                    "UPDATE SET prompt = excluded.prompt, updated_us = excluded.updated_us"
+                    if overwrite
+                    else "NOTHING"
+                ),
+                (key.namespace, key.session_id, prompt, _now_us()),
+            )
+            row = conn.execute(
+                "SELECT prompt FROM prompts WHERE namespace = ? AND session_id = ?",
+                (key.namespace, key.session_id),
+            ).fetchone()
+        return str(row[0])
+
+    # ---- loaded skills -----------------------------------------------------------------------
+    async def get_skill_states(self, key: SessionKey) -> list[SkillState]:
+        _check_key(key)
+        with self._tx(write=False) as conn:
+            rows = conn.execute(
+                "SELECT label, skill_key, loaded, unloaded_before_seq FROM skill_states "
+                "WHERE namespace = ? AND session_id = ? ORDER BY rowid",
+                (key.namespace, key.session_id),
+            ).fetchall()
+        return [
+            SkillState(label=r[0], key=r[1], loaded=bool(r[2]), unloaded_before_seq=r[3])
+            for r in rows
+        ]
+
+    async def set_skill_loaded(
+        self, key: SessionKey, label: str, skill_key: str, loaded: bool
+    ) -> bool:
+        _check_key(key)
+        _check_name(label, "label")
+        _check_entry_key(skill_key)
+        if not isinstance(loaded, bool):
+            raise TypeError("loaded must be a bool")
+        k = (key.namespace, key.session_id, label, skill_key)
+        with self._tx(write=True) as conn:
+            row = conn.execute(
+                "SELECT loaded FROM skill_states WHERE namespace = ? AND session_id = ? "
+                "AND label = ? AND skill_key = ?",
+                k,
+            ).fetchone()
+            if (row is None and not loaded) or (row is not None and bool(row[0]) == loaded):
+                return False
+            before = None
+            if not loaded:
+                before = conn.execute(
+                    "SELECT max(m.seq) FROM messages m JOIN sessions s ON s.sid = m.sid "
+                    "WHERE s.namespace = ? AND s.session_id = ?",
+                    (key.namespace, key.session_id),
+                ).fetchone()[0]
+            conn.execute(
+                "INSERT INTO skill_states "
+                "(namespace, session_id, label, skill_key, loaded, unloaded_before_seq) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (namespace, session_id, label, skill_key) "
+                "DO UPDATE SET loaded = excluded.loaded, "
+                "unloaded_before_seq = excluded.unloaded_before_seq",
+                (*k, int(loaded), before),
+            )
+            return True
+
+    # ---- keyed entries -----------------------------------------------------------------------
+    @staticmethod
+    def _entry_fts(conn: sqlite3.Connection, op: str, row: Sequence[Any]) -> None:
+        """Add (``op='add'``) or remove (``op='delete'``) an entry's rows in both indexes."""
+        for table in ("entry_text", "entry_stem"):
+            if op == "delete":
+                conn.execute(
+                    f"INSERT INTO {table} ({table}, rowid, key, content, description) "
+                    "VALUES ('delete', ?, ?, ?, ?)",
+                    row,
+                )
+            else:
+                conn.execute(
+                    f"INSERT INTO {table} (rowid, key, content, description) VALUES (?, ?, ?, ?)",
+                    row,
+                )
+
+    async def put_entry(
+        self, key: ScopeKey, entry_key: str, content: str, *, description: str | None = None
+    ) -> None:
+        k = _check_scope(key)
+        _check_entry_key(entry_key)
+        _check_text(content, "content")
+        if description is not None:
+            _check_text(description, "description")
+        with self._tx(write=True) as conn:
+            old = conn.execute(
+                "SELECT id, key, content, description FROM entries "
+                "WHERE namespace = ? AND scope = ? AND label = ? AND key = ?",
+                (*k, entry_key),
+            ).fetchone()
+            now = _now_us()
+            if old is not None:
+                self._entry_fts(conn, "delete", old)
+                conn.execute(
+                    "UPDATE entries SET content = ?, description = ?, updated_us = ? WHERE id = ?",
+                    (content, description, now, old[0]),
+                )
+                rowid = old[0]
+            else:
+                rowid = conn.execute(
+                    "INSERT INTO entries "
+                    "(namespace, scope, label, key, content, description, updated_us) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (*k, entry_key, content, description, now),
+                ).lastrowid
+            self._entry_fts(conn, "add", (rowid, entry_key, content, description))
+
+    async def get_entry(self, key: ScopeKey, entry_key: str) -> Entry | None:
+        k = _check_scope(key)
+        _check_entry_key(entry_key)
+        with self._tx(write=False) as conn:
+            row = conn.execute(
+                "SELECT key, content, description, updated_us FROM entries "
+                "WHERE namespace = ? AND scope = ? AND label = ? AND key = ?",
+                (*k, entry_key),
+            ).fetchone()
+        if row is None:
+            return None
+        return Entry(key=row[0], content=row[1], description=row[2], updated_at=_dt(row[3]))
+
+    async def list_entries(self, key: ScopeKey, *, limit: int | None = None) -> list[Entry]:
+        k = _check_scope(key)
+        if limit is not None:
+            _check_limit(limit)
+        with self._tx(write=False) as conn:
+            rows = conn.execute(
+                "SELECT key, content, description, updated_us FROM entries "
+                "WHERE namespace = ? AND scope = ? AND label = ? "
+                "ORDER BY updated_us DESC, id DESC LIMIT ?",
+                (*k, -1 if limit is None else max(0, limit)),
+            ).fetchall()
+        return [Entry(key=r[0], content=r[1], description=r[2], updated_at=_dt(r[3])) for r in rows]
+
+    async def count_entries(self, key: ScopeKey) -> int:
+        k = _check_scope(key)
+        with self._tx(write=False) as conn:
+            return int(
+                conn.execute(
+                    "SELECT count(*) FROM entries WHERE namespace = ? AND scope = ? AND label = ?",
+                    k,
+                ).fetchone()[0]
+            )
+
+    async def delete_entry(self, key: ScopeKey, entry_key: str) -> bool:
+        k = _check_scope(key)
+        _check_entry_key(entry_key)
+        with self._tx(write=True) as conn:
+            old = conn.execute(
+                "SELECT id, key, content, description FROM entries "
+                "WHERE namespace = ? AND scope = ? AND label = ? AND key = ?",
+                (*k, entry_key),
+            ).fetchone()
+            if old is None:
+                return False
+            self._entry_fts(conn, "delete", old)
+            conn.execute("DELETE FROM entries WHERE id = ?", (old[0],))
+            return True
+
+    async def search_entries(
+        self, key: ScopeKey, query: ParsedQuery, *, limit: int = 10
+    ) -> list[EntryHit]:
+        k = _check_scope(key)
+        _check_query(query)
+        _check_limit(limit)
+        if query.empty or limit <= 0:
+            return []
+        stem, raw = match_sql(query)
+        table = "entry_stem" if stem is not None else "entry_text"
+        where = [f"{table} MATCH ?"]
+        params: list[Any] = [stem if stem is not None else raw]
+        if stem is not None and raw is not None:
+            where.append("f.rowid IN (SELECT rowid FROM entry_text WHERE entry_text MATCH ?)")
+            params.append(raw)
+        params.extend([*k, limit])
+        sql = (
+            f"SELECT e.key, e.content, e.description, "
+            f"snippet({table}, -1, '[', ']', '…', {_SNIPPET_TOKENS}), "
+            f"bm25({table}, 1.0, 1.0, 0.5) AS rank "
+            f"FROM {table} f CROSS JOIN entries e ON e.id = f.rowid "
+            f"WHERE {' AND '.join(where)} AND e.namespace = ? AND e.scope = ? AND e.label = ? "
+            f"ORDER BY rank, e.updated_us DESC, e.id DESC LIMIT ?"
+        )
+        with self._tx(write=False) as conn:
+            rows = conn.execute(sql, params).fetchall()
+        return [
+            EntryHit(key=r[0], content=r[1], description=r[2], snippet=r[3] or "", score=-r[4])
+            for r in rows
+        ]
+
+    # ---- session registry --------------------------------------------------------------------
+    @staticmethod
+    def _get_session(conn: sqlite3.Connection, key: SessionKey) -> SessionInfo | None:
+        row = conn.execute(
+            f"SELECT {_SESSION_COLS} FROM sessions WHERE namespace = ? AND session_id = ?",
+            (key.namespace, key.session_id),
+        ).fetchone()
+        return None if row is None else _session_info(row)
+
+    async def create_session(
+        self,
+        key: SessionKey,
+        *,
+        name: str | None = None,
+        parent_session_id: str | None = None,
+        model: str | None = None,
+        source: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> SessionInfo:
+        _check_key(key)
+        for field, value in (
+            ("name", name),
+            ("parent_session_id", parent_session_id),
+            ("model", model),
+            ("source", source),
+        ):
+            if value is not None:
+                _check_text(value, field)
+        meta = _metadata_json(metadata)
+        with self._tx(write=True) as conn:
+            if self._sid(conn, key) is not None:
+                raise ConflictError(
+                    f"session {key.session_id!r} already exists in namespace {key.namespace!r}"
+                )
+            now = _now_us()
+            conn.execute(
+                "INSERT INTO sessions (namespace, session_id, name, parent_session_id, model, "
+                "source, metadata, created_us, updated_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    key.namespace,
+                    key.session_id,
+                    name,
+                    parent_session_id,
+                    model,
+                    source,
+                    meta,
+                    now,
+                    now,
+                ),
+            )
+            info = self._get_session(conn, key)
+        assert info is not None
+        return info
+
+    async def get_session(self, key: SessionKey) -> SessionInfo | None:
+        _check_key(key)
+        with self._tx(write=False) as conn:
+            return self._get_session(conn, key)
+
+    async def list_sessions(
+        self, namespace: str, *, limit: int = 50, before: str | None = None
+    ) -> list[SessionInfo]:
+        _check_name(namespace, "namespace")
+        _check_limit(limit)
+        if before is not None:
+            _check_name(before, "before")
+        if limit <= 0:
+            return []
+        with self._tx(write=False) as conn:
+            if before is None:
+                rows = conn.execute(
+                    f"SELECT {_SESSION_COLS} FROM sessions WHERE namespace = ? "
+                    "ORDER BY updated_us DESC, session_id DESC LIMIT ?",
+                    (namespace, limit),
+                ).fetchall()
+            else:
+                cursor = conn.execute(
+                    "SELECT updated_us, session_id FROM sessions "
+                    "WHERE namespace = ? AND session_id = ?",
+                    (namespace, before),
+                ).fetchone()
+                if cursor is None:
+                    return []
+                rows = conn.execute(
+                    f"SELECT {_SESSION_COLS} FROM sessions WHERE namespace = ? "
+                    "AND (updated_us, session_id) < (?, ?) "
+                    "ORDER BY updated_us DESC, session_id DESC LIMIT ?",
+                    (namespace, cursor[0], cursor[1], limit),
+                ).fetchall()
+        return [_session_info(r) for r in rows]
+
+    async def update_session(self, key: SessionKey, **fields: Any) -> SessionInfo:
+        """Set ``name``, ``end_reason``, ``model``, ``source`` and/or ``metadata``; touch
+        updated_at. Unknown session → SessionNotFoundError; unknown field → TypeError."""
+        _check_key(key)
+        unknown = set(fields) - _SESSION_FIELDS
+        if unknown:
+            raise TypeError(
+                f"update_session got unknown fields {sorted(unknown)}; "
+                f"allowed: {sorted(_SESSION_FIELDS)}"
+            )
+        values: dict[str, Any] = {}
+        for field, value in fields.items():
+            if field == "metadata":
+                values[field] = _metadata_json(value)
+            else:
+                if value is not None:
+                    _check_text(value, field)
+                values[field] = value
+        with self._tx(write=True) as conn:
+            sid = self._sid(conn, key)
+            if sid is None:
+                raise SessionNotFoundError(
+                    f"no session {key.session_id!r} in namespace {key.namespace!r}"
+                )
+            sets = "".join(f"{f} = ?, " for f in values)
+            conn.execute(
+                f"UPDATE sessions SET {sets}updated_us = ? WHERE sid = ?",
+                (*values.values(), _now_us(), sid),
+            )
+            info = self._get_session(conn, key)
+        assert info is not None
+        return info
+
+    async def add_usage(
+        self, key: SessionKey, input_tokens: int, output_tokens: int, cost: float
+    ) -> SessionInfo:
+        _check_key(key)
+        for field, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{field} must be an integer")
+        if isinstance(cost, bool) or not isinstance(cost, int | float) or cost != cost:
+            raise TypeError("cost must be a number")
+        with self._tx(write=True) as conn:
+            now = _now_us()
+            conn.execute(
+                "INSERT INTO sessions (namespace, session_id, input_tokens, output_tokens, "
+                "estimated_cost, created_us, updated_us) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (namespace, session_id) DO UPDATE SET "
+                "input_tokens = input_tokens + excluded.input_tokens, "
+                "output_tokens = output_tokens + excluded.output_tokens, "
+                "estimated_cost = estimated_cost + excluded.estimated_cost, "
+                "updated_us = excluded.updated_us",
+                (key.namespace, key.session_id, input_tokens, output_tokens, float(cost), now, now),
+            )
+            info = self._get_session(conn, key)
+        assert info is not None
+        return info
+
+    async def delete_session(self, key: SessionKey) -> bool:
+        _check_key(key)
+        with self._tx(write=True) as conn:
+            changes_before = conn.total_changes
+            sid = self._clear_session(conn, key)
+            ns, sess = key.namespace, key.session_id
+            conn.execute("DELETE FROM blocks WHERE namespace = ? AND scope = ?", (ns, sess))
+            conn.execute("DELETE FROM prompts WHERE namespace = ? AND session_id = ?", (ns, sess))
+            entries = conn.execute(
+                "SELECT id, key, content, description FROM entries "
+                "WHERE namespace = ? AND scope = ?",
+                (ns, sess),
+            ).fetchall()
+            for old in entries:
+                self._entry_fts(conn, "delete", old)
+            conn.execute("DELETE FROM entries WHERE namespace = ? AND scope = ?", (ns, sess))
+            existed = conn.total_changes != changes_before
+            if sid is not None:
+                conn.execute("DELETE FROM sessions WHERE sid = ?", (sid,))
+                existed = True
+            return existed
+
+    async def stats(self) -> dict[str, int]:
+        """Row counts: namespaces, sessions, messages, compactions, blocks, entries, prompts,
+        skill_states, and ``schema_version``."""
+        with self._tx(write=False) as conn:
+            conn.execute("BEGIN")
+            try:
+                out = {
+                    "namespaces": conn.execute(
+                        "SELECT count(*) FROM (SELECT namespace FROM sessions UNION "
+                        "SELECT namespace FROM blocks UNION SELECT namespace FROM entries)"
+                    ).fetchone()[0],
+                }
+                for table in (
+                    "sessions",
+                    "messages",
+                    "compactions",
+                    "blocks",
+                    "entries",
+                    "prompts",
+                    "skill_states",
+                ):
+                    out[table] = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+                out["schema_version"] = conn.execute("PRAGMA user_version").fetchone()[0]
+            finally:
+                conn.execute("COMMIT")
+        return {k: int(v) for k, v in out.items()}
+
+
+def _metadata_json(metadata: Any) -> str | None:
+    if metadata is None:
+        return None
+    if not isinstance(metadata, Mapping):
+        raise TypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
+    try:
+        return json.dumps(dict(metadata), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"metadata must be JSON-serialisable: {e}") from e
