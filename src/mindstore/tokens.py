@@ -4,6 +4,11 @@
 each CJK ideograph, kana or hangul character counts as at least one token: the plain heuristic
 under-counts those scripts badly. ``estimate_message_tokens`` sums ``4 + parts`` per message,
 where text and reasoning parts count their text and tool parts the JSON of input and output.
+
+Exact counting plugs in through the :class:`Tokenizer` protocol (``count(text) -> int``).
+:class:`TiktokenTokenizer` (extra ``tiktoken``) and :class:`HuggingFaceTokenizer` (extra
+``tokenizers``) adapt the two common libraries; they import them lazily, so the extras are only
+needed when used, and raise :class:`~mindstore.errors.MissingDependencyError` naming the extra.
 """
 
 from __future__ import annotations
@@ -12,10 +17,15 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
+
+from mindstore.errors import MissingDependencyError
 
 __all__ = [
     "MESSAGE_OVERHEAD_TOKENS",
+    "HuggingFaceTokenizer",
+    "TiktokenTokenizer",
     "Tokenizer",
     "estimate_message_tokens",
     "estimate_part_tokens",
@@ -89,3 +99,79 @@ def estimate_message_tokens(
             if isinstance(part, Mapping):
                 total += estimate_part_tokens(part, count)
     return total
+
+
+class TiktokenTokenizer:
+    """Exact counts with OpenAI's ``tiktoken`` (install ``mindstore[tiktoken]``).
+
+    Args:
+        encoding: an encoding name (``"o200k_base"``, ``"cl100k_base"``) or a
+            ``tiktoken.Encoding`` object (e.g. one built offline from your own ranks).
+        model: a model name to pick the encoding for (``"gpt-4o"``); overrides ``encoding``.
+
+    Text that looks like a special token (``<|endoftext|>``) is counted as ordinary text, so
+    counting never raises on user content. Named encodings may be downloaded by tiktoken the
+    first time they are used; pass an ``Encoding`` to stay offline.
+
+    Raises:
+        MissingDependencyError: ``tiktoken`` is not installed.
+    """
+
+    def __init__(self, encoding: Any = "o200k_base", *, model: str | None = None) -> None:
+        try:
+            import tiktoken
+        except ImportError as exc:
+            raise MissingDependencyError("tiktoken", "tiktoken") from exc
+        if model is not None:
+            self.encoding = tiktoken.encoding_for_model(model)
+        elif isinstance(encoding, str):
+            self.encoding = tiktoken.get_encoding(encoding)
+        else:
+            self.encoding = encoding
+
+    def count(self, text: str) -> int:
+        """Number of tokens in ``text``."""
+        if not text:
+            return 0
+        return len(self.encoding.encode(text, disallowed_special=()))
+
+    def __repr__(self) -> str:
+        return f"TiktokenTokenizer({getattr(self.encoding, 'name', '?')!r})"
+
+
+class HuggingFaceTokenizer:
+    """Exact counts with Hugging Face ``tokenizers`` (install ``mindstore[tokenizers]``).
+
+    Args:
+        tokenizer: a ``tokenizers.Tokenizer``, a path to a ``tokenizer.json`` file, or a model
+            id on the Hugging Face Hub (fetched by ``tokenizers`` — needs network once).
+        add_special_tokens: count the special tokens the post-processor adds (BOS/EOS);
+            off by default because they are added once per request, not per block.
+
+    Raises:
+        MissingDependencyError: ``tokenizers`` is not installed.
+    """
+
+    def __init__(self, tokenizer: Any, *, add_special_tokens: bool = False) -> None:
+        try:
+            import tokenizers
+        except ImportError as exc:
+            raise MissingDependencyError("tokenizers", "tokenizers") from exc
+        if isinstance(tokenizer, (str, Path)):
+            path = Path(tokenizer)
+            if path.is_file():
+                tokenizer = tokenizers.Tokenizer.from_file(str(path))
+            else:
+                tokenizer = tokenizers.Tokenizer.from_pretrained(str(tokenizer))
+        self.tokenizer = tokenizer
+        self.add_special_tokens = add_special_tokens
+
+    def count(self, text: str) -> int:
+        """Number of tokens in ``text``."""
+        if not text:
+            return 0
+        encoding = self.tokenizer.encode(text, add_special_tokens=self.add_special_tokens)
+        return len(encoding.ids)
+
+    def __repr__(self) -> str:
+        return f"HuggingFaceTokenizer({type(self.tokenizer).__name__})"
