@@ -1,0 +1,189 @@
+"""Contract: full-text search over history (DESIGN §5), on every backend."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mindstore.search import parse_query
+from mindstore.session import Session
+from mindstore.store.base import Store
+
+
+def text_msg(mid: str, text: str, role: str = "user") -> dict[str, Any]:
+    return {"id": mid, "role": role, "parts": [{"type": "text", "text": text}]}
+
+
+def hit_ids(results: list[Any]) -> list[str]:
+    return [r.message_id for r in results]
+
+
+@pytest.fixture
+async def corpus(store: Store) -> Session:
+    s = Session.create(store, "search")
+    for mid, text in [
+        ("m1", "The deployment to production went smoothly yesterday."),
+        ("m2", "We are deploying the new release now."),
+        ("m3", "Deployed the hotfix; monitoring the dashboards."),
+        ("m4", "Lunch is at noon in the big room."),
+        ("m5", "The red car is parked next to the blue car."),
+        ("m6", "A blue and red flag."),
+    ]:
+        await s.append_message(text_msg(mid, text))
+    return s
+
+
+async def test_words_are_stemmed_and_anded(corpus: Session) -> None:
+    assert set(hit_ids(await corpus.search("deploying"))) == {"m2", "m3"}
+    assert set(hit_ids(await corpus.search("deployed"))) == {"m2", "m3"}
+    assert hit_ids(await corpus.search("deployed hotfix")) == ["m3"]
+    assert hit_ids(await corpus.search("hotfix deployed")) == ["m3"]
+    assert await corpus.search("deployed lunch") == []
+
+
+async def test_phrases_match_adjacent_words(corpus: Session) -> None:
+    assert hit_ids(await corpus.search('"red car"')) == ["m5"]
+    assert set(hit_ids(await corpus.search("red blue"))) == {"m5", "m6"}
+    assert hit_ids(await corpus.search('"blue and red"')) == ["m6"]
+    assert await corpus.search('"car red"') == []
+
+
+async def test_prefixes_match_as_typed(corpus: Session) -> None:
+    assert set(hit_ids(await corpus.search("deploy*"))) == {"m1", "m2", "m3"}
+    assert hit_ids(await corpus.search("deploym*")) == ["m1"]
+    assert hit_ids(await corpus.search("deployi*")) == ["m2"]
+    # prefix and words combine (AND)
+    assert hit_ids(await corpus.search("deploy* hotfix")) == ["m3"]
+    assert hit_ids(await corpus.search("Deploy* production")) == ["m1"]
+
+
+async def test_result_fields(corpus: Session) -> None:
+    [r] = await corpus.search("hotfix")
+    assert r.session_id == "search"
+    assert r.message_id == "m3"
+    assert r.role == "user"
+    assert r.text == "Deployed the hotfix; monitoring the dashboards."
+    assert "hotfix" in r.snippet
+    assert r.created_at.utcoffset() is not None
+    assert isinstance(r.score, float)
+
+
+async def test_ranking_best_first_ties_by_recency(store: Store) -> None:
+    s = Session.create(store, "rank")
+    await s.append_message(text_msg("weak", "kubernetes " + "filler words here " * 30))
+    await s.append_message(text_msg("strong", "kubernetes kubernetes kubernetes cluster"))
+    await s.append_message(text_msg("other", "nothing relevant"))
+    results = await s.search("kubernetes")
+    assert hit_ids(results) == ["strong", "weak"]
+    assert results[0].score >= results[1].score
+    # identical texts: the most recent first
+    t = Session.create(store, "ties")
+    for i in range(3):
+        await t.append_message(text_msg(f"t{i}", "identical wording here"))
+    assert hit_ids(await t.search("identical")) == ["t2", "t1", "t0"]
+    assert hit_ids(await t.search("identical", limit=2)) == ["t2", "t1"]
+
+
+async def test_tool_text_is_indexed_at_lower_weight(store: Store) -> None:
+    s = Session.create(store, "tools")
+    await s.append_message(
+        {
+            "id": "tool",
+            "role": "assistant",
+            "parts": [
+                {
+                    "type": "tool-get_weather",
+                    "toolCallId": "c1",
+                    "state": "output-available",
+                    "input": {"city": "Reykjavik"},
+                    "output": {"forecast": "snow"},
+                }
+            ],
+        }
+    )
+    await s.append_message(text_msg("text", "What is the weather in Reykjavik with snow?"))
+    assert set(hit_ids(await s.search("reykjavik"))) == {"tool", "text"}
+    assert hit_ids(await s.search("reykjavik snow")) == ["text", "tool"]
+    assert hit_ids(await s.search("get_weather")) == ["tool"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        '"',
+        '""',
+        "*",
+        "**",
+        "deploy**",
+        "NEAR(",
+        "NEAR(deploy, release)",
+        "-",
+        "-deploy",
+        ":",
+        "text:deploy",
+        "(",
+        ")",
+        "((deploy",
+        "deploy)",
+        "AND",
+        "OR NOT",
+        "'; DROP TABLE messages; --",
+        "1 OR 1=1",
+        "^deploy",
+        "deploy + release",
+        '"unterminated phrase',
+        "{col}: x",
+        "\x00",
+        "日本語*",
+        "",
+        "   ",
+    ],
+)
+async def test_hostile_queries_never_raise(corpus: Session, query: str) -> None:
+    results = await corpus.search(query)
+    assert isinstance(results, list)
+
+
+async def test_hostile_query_still_searches_its_words(corpus: Session) -> None:
+    assert hit_ids(await corpus.search('((hotfix)) "')) == ["m3"]
+    assert hit_ids(await corpus.search("hotfix*)")) == ["m3"]
+    assert hit_ids(await corpus.search("-hotfix")) == ["m3"]
+    assert hit_ids(await corpus.search("text:hotfix")) == []  # "text" is a word, ANDed
+
+
+async def test_empty_query_returns_nothing(corpus: Session) -> None:
+    assert await corpus.search("") == []
+    assert await corpus.search("!!! ???") == []
+    assert await corpus.search("deploy", limit=0) == []
+
+
+async def test_no_ghosts_after_update_and_delete(store: Store) -> None:
+    s = Session.create(store, "ghosts")
+    await s.append_message(text_msg("a", "original zebra text"))
+    await s.append_message(text_msg("b", "another zebra"))
+    await s.update_message(text_msg("a", "replacement giraffe text"))
+    assert hit_ids(await s.search("zebra")) == ["b"]
+    assert hit_ids(await s.search("giraffe")) == ["a"]
+    assert hit_ids(await s.search("zeb*")) == ["b"]
+    await s.delete_messages(["b"])
+    assert await s.search("zebra") == []
+    assert await s.search("zeb*") == []
+    await s.clear_messages()
+    assert await s.search("giraffe") == []
+    assert await s.search("gir*") == []
+
+
+async def test_store_search_across_sessions_of_a_namespace(store: Store) -> None:
+    a = Session.create(store, "a", namespace="ns")
+    b = Session.create(store, "b", namespace="ns")
+    c = Session.create(store, "c", namespace="elsewhere")
+    for s in (a, b, c):
+        await s.append_message(text_msg("m", f"shared topic from {s.session_id}"))
+    q = parse_query("shared topic")
+    results = await store.search("ns", q)
+    assert sorted(r.session_id for r in results) == ["a", "b"]
+    only_b = await store.search("ns", q, session_ids=["b"])
+    assert [r.session_id for r in only_b] == ["b"]
+    assert await store.search("ns", q, session_ids=[]) == []
+    assert await store.search("nobody", q) == []
