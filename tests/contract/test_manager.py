@@ -1,0 +1,614 @@
+"""SessionManager contract (DESIGN §7, §1.1): registry, fork, split, usage, cross-session search,
+the session_search tool and namespace isolation — on every store backend."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import close_test_store, open_test_store
+from mindstore import ConflictError, MessageNotFoundError, Session, SessionNotFoundError
+from mindstore.errors import InvalidMessageError
+from mindstore.manager import SessionManager, format_session_search
+from mindstore.search import SearchResult
+from mindstore.store.base import ScopeKey, SessionKey, Store
+
+
+def msg(mid: str, text: str, role: str = "user") -> dict[str, Any]:
+    return {"id": mid, "role": role, "parts": [{"type": "text", "text": text}]}
+
+
+async def ids_of(session: Session, leaf: str | None = None) -> list[str]:
+    return [m["id"] for m in await session.get_history(leaf)]
+
+
+# ---- registry ------------------------------------------------------------------------------
+
+
+async def test_create_get_rename(store: Store) -> None:
+    m = SessionManager(store, namespace="ns")
+    info = await m.create(
+        "Planning",
+        parent_session_id="ses_parent",
+        model="gpt-x",
+        source="web",
+        metadata={"user": "u1", "tags": ["a"]},
+    )
+    assert info.id.startswith("ses_")
+    assert (info.name, info.parent_session_id, info.model, info.source) == (
+        "Planning",
+        "ses_parent",
+        "gpt-x",
+        "web",
+    )
+    assert info.metadata == {"user": "u1", "tags": ["a"]}
+    assert (info.input_tokens, info.output_tokens, info.estimated_cost) == (0, 0, 0.0)
+    assert info.end_reason is None and info.message_count == 0
+    assert info.created_at.tzinfo is not None
+
+    got = await m.get(info.id)
+    assert got == info
+    assert await m.get("ses_nope") is None
+    # the same id in another namespace is not visible
+    assert await SessionManager(store, namespace="other").get(info.id) is None
+
+    await m.append(info.id, msg("u1", "hello"))
+    await m.append(info.id, msg("a1", "hi", "assistant"))
+    after = await m.get(info.id)
+    assert after is not None and after.message_count == 2
+    assert after.updated_at >= info.updated_at
+
+    renamed = await m.rename(info.id, "Deployment planning")
+    assert renamed.name == "Deployment planning"
+    assert (await m.get(info.id)).name == "Deployment planning"  # type: ignore[union-attr]
+    with pytest.raises(SessionNotFoundError):
+        await m.rename("ses_nope", "x")
+    with pytest.raises(SessionNotFoundError):
+        await SessionManager(store, namespace="other").rename(info.id, "stolen")
+    assert (await m.get(info.id)).name == "Deployment planning"  # type: ignore[union-attr]
+
+    second = await m.create(None)
+    assert second.id != info.id and second.name is None
+
+
+async def test_list_order_and_pagination_over_120_sessions(store: Store) -> None:
+    m = SessionManager(store, namespace="ns")
+    created = [await m.create(f"s{i}") for i in range(120)]
+    await SessionManager(store, namespace="other").create("not mine")
+
+    def expected_order(infos: list[Any]) -> list[str]:
+        return [i.id for i in sorted(infos, key=lambda i: (i.updated_at, i.id), reverse=True)]
+
+    everything = await m.list(limit=1000)
+    assert len(everything) == 120
+    assert [i.id for i in everything] == expected_order(everything)
+    assert {i.id for i in everything} == {i.id for i in created}
+
+    pages: list[list[str]] = []
+    before = None
+    while True:
+        page = await m.list(limit=50, before=before)
+        if not page:
+            break
+        pages.append([i.id for i in page])
+        before = page[-1].id
+    assert [len(p) for p in pages] == [50, 50, 20]
+    assert [i for p in pages for i in p] == [i.id for i in everything]
+    assert await m.list() == everything[:50]  # default limit
+    assert await m.list(before="ses_unknown") == []
+
+    # touching an old session moves it to the front; pagination stays consistent
+    oldest = everything[-1].id
+    await m.append(oldest, msg("m1", "bump"))
+    first = await m.list(limit=1)
+    assert first[0].id == oldest
+    again = await m.list(limit=1000)
+    assert [i.id for i in again] == [oldest] + [i.id for i in everything if i.id != oldest]
+
+    with pytest.raises(ValueError):
+        await m.list(limit=0)
+
+
+async def test_session_handles_are_cached_and_configured(store: Store) -> None:
+    m = SessionManager(store, namespace="ns")
+    early = m.session("s1")
+    m.with_context("memory", "Facts", max_tokens=500)
+    late = m.session("s2")
+    assert m.session("s1") is early
+    assert early.namespace == "ns" and early.session_id == "s1"
+    for s in (early, late):
+        block = await s.get_context_block("memory")
+        assert block is not None and block.kind == "writable" and block.max_tokens == 500
+    with pytest.raises(ValueError):
+        m.compact_after(0)  # validated at once, not on first use
+
+
+# ---- delete leaves nothing -----------------------------------------------------------------
+
+
+@dataclass
+class RawDB:
+    """The store plus direct access to its database, for "nothing left behind" checks."""
+
+    store: Store
+    backend: str
+    path: Path | None
+    url: str | None
+    schema: str | None
+
+    async def table_counts(self) -> dict[str, int]:
+        """Row count of every table (FTS shadow tables excluded)."""
+        if self.backend == "sqlite":
+            assert self.path is not None
+            with _sqlite(self.path) as conn:
+                return {
+                    t: conn.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]
+                    for t in _sqlite_tables(conn)
+                }
+        import psycopg
+
+        assert self.url is not None
+        counts = {}
+        async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
+            for table in await _pg_tables(conn, self.schema):
+                cur = await conn.execute(f'SELECT count(*) FROM "{self.schema}"."{table}"')
+                counts[table] = (await cur.fetchone())[0]  # type: ignore[index]
+        return counts
+
+    async def hits(self, session_id: str, marker: str) -> dict[str, int]:
+        """Per table, rows where any column equals ``session_id`` or contains ``marker`` —
+        plus full-text index hits for ``marker`` in every FTS5 table (SQLite)."""
+        found: dict[str, int] = {}
+        if self.backend == "sqlite":
+            assert self.path is not None
+            with _sqlite(self.path) as conn:
+                for table in _sqlite_tables(conn):
+                    cols = [r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')]
+                    where = " OR ".join(
+                        f'CAST("{c}" AS TEXT) = ? OR CAST("{c}" AS TEXT) LIKE ?' for c in cols
+                    )
+                    args = [session_id, f"%{marker}%"] * len(cols)
+                    sql = f'SELECT count(*) FROM "{table}" WHERE {where}'
+                    n = conn.execute(sql, args).fetchone()[0]
+                    if n:
+                        found[table] = n
+                for (fts,) in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type='table' AND sql LIKE '%USING fts5%'"
+                ):
+                    sql = f'SELECT count(*) FROM "{fts}" WHERE "{fts}" MATCH ?'
+                    n = conn.execute(sql, [f'"{marker}"']).fetchone()[0]
+                    if n:
+                        found[f"fts:{fts}"] = n
+            return found
+        import psycopg
+
+        assert self.url is not None
+        async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
+            for table in await _pg_tables(conn, self.schema):
+                cur = await conn.execute(
+                    "SELECT column_name FROM information_schema.columns"
+                    " WHERE table_schema = %s AND table_name = %s",
+                    (self.schema, table),
+                )
+                cols = [r[0] for r in await cur.fetchall()]
+                where = " OR ".join(f'"{c}"::text = %s OR "{c}"::text LIKE %s' for c in cols)
+                args = [session_id, f"%{marker}%"] * len(cols)
+                cur = await conn.execute(
+                    f'SELECT count(*) FROM "{self.schema}"."{table}" WHERE {where}', args
+                )
+                n = (await cur.fetchone())[0]  # type: ignore[index]
+                if n:
+                    found[table] = n
+        return found
+
+
+class _sqlite:
+    def __init__(self, path: Path) -> None:
+        self.conn = sqlite3.connect(path)
+
+    def __enter__(self) -> sqlite3.Connection:
+        return self.conn
+
+    def __exit__(self, *exc: object) -> None:
+        self.conn.close()
+
+
+_FTS_SHADOW = ("_data", "_idx", "_docsize", "_config", "_content")
+
+
+def _sqlite_tables(conn: sqlite3.Connection) -> list[str]:
+    rows = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall()
+    fts = {name for name, sql in rows if sql and "USING fts5" in sql}
+    return [
+        name
+        for name, _ in rows
+        if name not in fts
+        and not any(name == f + s for f in fts for s in _FTS_SHADOW)
+        and not name.startswith("sqlite_")
+    ]
+
+
+async def _pg_tables(conn: Any, schema: str | None) -> list[str]:
+    cur = await conn.execute(
+        "SELECT table_name FROM information_schema.tables"
+        " WHERE table_schema = %s AND table_type = 'BASE TABLE' ORDER BY table_name",
+        (schema,),
+    )
+    return [r[0] for r in await cur.fetchall()]
+
+
+@pytest.fixture
+async def raw(backend: str, tmp_path: Path) -> AsyncIterator[RawDB]:
+    s, token = await open_test_store(backend, tmp_path)
+    try:
+        if backend == "sqlite":
+            yield RawDB(s, backend, tmp_path / "mindstore-test.db", None, None)
+        else:
+            url, schema = token
+            yield RawDB(s, backend, None, url, schema)
+    finally:
+        await close_test_store(s, token)
+
+
+async def _fill(store: Store, ns: str, sid: str, marker: str) -> None:
+    """Give a session a row in every kind of table: messages (branching, a tool part), search
+    rows, a compaction, session-scoped block and entries, frozen prompt, skill state, usage."""
+    m = SessionManager(store, namespace=ns)
+    await store.create_session(SessionKey(namespace=ns, session_id=sid), name=f"name {marker}")
+    await m.append_all(
+        sid,
+        [
+            msg("m1", f"first {marker}"),
+            msg("m2", f"second {marker}", "assistant"),
+            msg("m3", f"third {marker}"),
+            {
+                "id": "m4",
+                "role": "assistant",
+                "parts": [
+                    {
+                        "type": "tool-lookup",
+                        "toolCallId": "c1",
+                        "state": "output-available",
+                        "input": {"q": marker},
+                        "output": {"r": marker},
+                    }
+                ],
+            },
+        ],
+    )
+    await m.append(sid, msg("b1", f"branch {marker}"), parent_id="m2")
+    key = SessionKey(namespace=ns, session_id=sid)
+    await store.add_compaction(key, summary=f"summary {marker}", from_id="m1", to_id="m2")
+    await store.set_block(ScopeKey(namespace=ns, session_id=sid, label="memory"), f"mem {marker}")
+    entries = ScopeKey(namespace=ns, session_id=sid, label="kb")
+    await store.put_entry(entries, f"key-{marker}", f"entry {marker}", description=marker)
+    await store.put_prompt(key, f"prompt {marker}", overwrite=True)
+    await store.set_skill_loaded(key, "skills", f"skill-{marker}", True)
+    await store.set_skill_loaded(key, "skills", "other", True)
+    await store.set_skill_loaded(key, "skills", "other", False)
+    await m.add_usage(sid, 10, 20, 0.5)
+
+
+async def test_delete_leaves_no_row_behind(raw: RawDB) -> None:
+    store = raw.store
+    m = SessionManager(store, namespace="ns")
+    sibling, victim = "sibling-session", "victim-session"
+    sib_marker = "sibmark" + uuid.uuid4().hex[:8]
+    vic_marker = "vicmark" + uuid.uuid4().hex[:8]
+    await _fill(store, "ns", sibling, sib_marker)
+    shared = ScopeKey(namespace="ns", session_id=None, label="profile")
+    await store.set_block(shared, "namespace-wide profile")
+    # the same session id in another namespace must survive too
+    other_marker = "othmark" + uuid.uuid4().hex[:8]
+    await _fill(store, "elsewhere", victim, other_marker)
+
+    baseline = await raw.table_counts()
+    sibling_history = await m.session(sibling).get_history()
+    await _fill(store, "ns", victim, vic_marker)
+    handle = m.session(victim)
+    assert await raw.hits("no-such-session", vic_marker)  # the probe can see the victim's rows
+    assert await m.search(vic_marker)
+
+    assert await m.delete(victim) is True
+    assert m.session(victim) is not handle  # cached handle dropped
+
+    assert await raw.hits("no-such-session", vic_marker) == {}
+    assert await raw.table_counts() == baseline
+    assert await m.get(victim) is None
+    assert await m.search(vic_marker) == []
+    assert await m.session(victim).get_history() == []
+    # sibling, namespace-scoped block and the other namespace untouched
+    assert await raw.hits("no-such-session", sib_marker)
+    assert await m.session(sibling).get_history() == sibling_history
+    assert len(await m.search(sib_marker)) >= 4
+    assert await store.get_block(shared) == "namespace-wide profile"
+    other = SessionManager(store, namespace="elsewhere")
+    assert (await other.get(victim)) is not None
+    assert len(await other.search(other_marker)) >= 4
+    assert await m.delete(victim) is False
+
+
+# ---- appends, fork, split ------------------------------------------------------------------
+
+
+async def test_append_all_chains_from_latest_leaf(store: Store) -> None:
+    m = SessionManager(store, namespace="ns")
+    sid = (await m.create("chat")).id
+    before = await m.get(sid)
+    assert await m.append(sid, msg("u1", "hello")) is True
+    assert await m.append(sid, msg("u1", "hello again")) is False  # first write wins
+    assert await m.append_all(
+        sid, [msg("a1", "hi", "assistant"), msg("u2", "next"), msg("a2", "ok", "assistant")]
+    ) == [True, True, True]
+    s = m.session(sid)
+    assert await ids_of(s) == ["u1", "a1", "u2", "a2"]
+    assert (await s.get_node("a1")).parent_id == "u1"  # type: ignore[union-attr]
+    after = await m.get(sid)
+    assert after is not None and before is not None
+    assert after.updated_at > before.updated_at and after.message_count == 4
+
+    # a second batch continues the chain, not a new root
+    await m.append_all(sid, [msg("u3", "more"), msg("a3", "sure", "assistant")])
+    assert await ids_of(s) == ["u1", "a1", "u2", "a2", "u3", "a3"]
+    # explicit parent: a branch from u1; retried ids are skipped
+    assert await m.append_all(sid, [msg("a1", "x"), msg("alt", "alt")], parent_id="u1") == [
+        False,
+        True,
+    ]
+    assert await ids_of(s) == ["u1", "a1", "alt"]
+    # ids generated when missing
+    await m.append_all(sid, [{"role": "user", "parts": [{"type": "text", "text": "gen"}]}])
+    assert (await s.get_latest_leaf())["parts"][0]["text"] == "gen"  # type: ignore[index]
+    count = (await m.get(sid)).message_count  # type: ignore[union-attr]
+
+    # all or nothing
+    with pytest.raises(InvalidMessageError):
+        await m.append_all(sid, [msg("ok1", "fine"), {"id": "bad", "role": "robot", "parts": []}])
+    with pytest.raises(MessageNotFoundError):
+        await m.append_all(sid, [msg("ok2", "fine")], parent_id="missing")
+    assert (await m.get(sid)).message_count == count  # type: ignore[union-attr]
+    assert await m.append_all(sid, []) == []
+
+
+async def test_fork_in_the_middle_keeps_ids_and_overlays(store: Store) -> None:
+    m = SessionManager(store, namespace="ns")
+    src = (await m.create("source", model="gpt-x", metadata={"k": "v"})).id
+    await m.append_all(
+        src, [msg(f"m{i}", f"message {i}", "user" if i % 2 else "assistant") for i in range(1, 11)]
+    )
+    s = m.session(src)
+    inside = await s.add_compaction("summary of 2..4", "m2", "m4")
+    await s.add_compaction("summary of 7..9", "m7", "m9")  # beyond the fork point
+    src_history = await s.get_history()
+    src_compactions = await s.get_compactions()
+    expected = await s.get_history("m6")
+
+    info = await m.fork(src, "m6", "forked")
+    assert info.id != src and info.name == "forked" and info.parent_session_id == src
+    assert info.model == "gpt-x" and info.message_count == 6
+    assert info.metadata == {"k": "v", "forked_from": {"session_id": src, "message_id": "m6"}}
+    f = m.session(info.id)
+    raw_ids = [r["id"] for r in [await f.get_message(f"m{i}") for i in range(1, 7)] if r]
+    assert raw_ids == [f"m{i}" for i in range(1, 7)]
+    assert await f.get_message("m7") is None
+    comps = await f.get_compactions()
+    assert [(c.from_message_id, c.to_message_id, c.summary) for c in comps] == [
+        ("m2", "m4", "summary of 2..4")
+    ]
+    history = await f.get_history()
+    # the overlay is an overlay (virtual summary message), not a materialised message
+    assert [x["id"] for x in history] == ["m1", f"compaction_{comps[0].id}", "m5", "m6"]
+    assert history[1]["parts"][0]["text"] == "summary of 2..4"
+    assert [x["id"] for x in expected] == ["m1", f"compaction_{inside.id}", "m5", "m6"]
+    assert [x["parts"] for x in history] == [x["parts"] for x in expected]
+    assert [m_["id"] for m_ in await f.expand_compaction(comps[0].id)] == ["m2", "m3", "m4"]
+    # the fork continues independently; the source is untouched
+    await m.append(info.id, msg("f7", "fork only"))
+    assert await ids_of(f) == ["m1", f"compaction_{comps[0].id}", "m5", "m6", "f7"]
+    assert await s.get_history() == src_history
+    assert await s.get_compactions() == src_compactions
+    assert await s.get_message("f7") is None
+    assert (await m.get(src)).message_count == 10  # type: ignore[union-attr]
+
+    n_sessions = len(await m.list())
+    with pytest.raises(MessageNotFoundError):
+        await m.fork(src, "nope", "bad")
+    with pytest.raises(MessageNotFoundError):
+        await SessionManager(store, namespace="other").fork(src, "m6", "stolen")
+    assert len(await m.list()) == n_sessions
+
+
+async def test_fork_follows_a_side_branch(store: Store) -> None:
+    m = SessionManager(store, namespace="ns")
+    src = (await m.create("tree")).id
+    await m.append_all(src, [msg("r", "root"), msg("a", "a"), msg("b", "b")])
+    await m.append_all(src, [msg("x", "x"), msg("y", "y")], parent_id="a")
+    await m.append(src, msg("c", "c"), parent_id="b")
+    info = await m.fork(src, "y", "side")
+    f = m.session(info.id)
+    assert await ids_of(f) == ["r", "a", "x", "y"]
+    assert await f.get_message("b") is None
+
+
+async def test_compact_and_split(store: Store) -> None:
+    m = SessionManager(store, namespace="ns")
+    old = await m.create("Long chat", model="gpt-x", source="cli")
+    await m.append_all(old.id, [msg("u1", "hello"), msg("a1", "hi", "assistant")])
+    new = await m.compact_and_split(old.id, "We talked about X.")
+    assert new.id != old.id and new.name == "Long chat" and new.parent_session_id == old.id
+    assert new.model == "gpt-x" and new.source == "cli" and new.message_count == 1
+    ended = await m.get(old.id)
+    assert ended is not None and ended.end_reason == "compaction" and ended.message_count == 2
+    history = await m.session(new.id).get_history()
+    assert len(history) == 1
+    assert history[0]["role"] == "user"
+    assert history[0]["parts"] == [
+        {"type": "text", "text": "[Context from previous session]\n\nWe talked about X."}
+    ]
+    # the new session continues normally; a custom name
+    await m.append(new.id, msg("u2", "continue"))
+    assert [x["id"] for x in await m.session(new.id).get_history()][1:] == ["u2"]
+    newer = await m.compact_and_split(new.id, "Summary 2", name="Part 3")
+    assert newer.name == "Part 3" and newer.parent_session_id == new.id
+
+    with pytest.raises(ConflictError):
+        await m.compact_and_split(old.id, "again")
+    with pytest.raises(SessionNotFoundError):
+        await m.compact_and_split("ses_nope", "x")
+    with pytest.raises(ValueError):
+        await m.compact_and_split(newer.id, "   ")
+    assert (await m.get(newer.id)).end_reason is None  # type: ignore[union-attr]
+
+
+async def test_usage_from_concurrent_tasks_adds_up_exactly(store: Store) -> None:
+    m = SessionManager(store, namespace="ns")
+    sid = (await m.create("busy")).id
+
+    async def worker(n: int) -> None:
+        for _ in range(10):
+            await m.add_usage(sid, n, 2 * n, 0.125)
+
+    await asyncio.gather(*(worker(n) for n in range(1, 9)))
+    info = await m.get(sid)
+    assert info is not None
+    assert info.input_tokens == 10 * sum(range(1, 9))
+    assert info.output_tokens == 20 * sum(range(1, 9))
+    assert info.estimated_cost == 80 * 0.125
+    for bad in ((-1, 0, 0.0), (0, 0, float("nan")), (0, 0, -0.5)):
+        with pytest.raises(ValueError):
+            await m.add_usage(sid, *bad)
+    assert (await m.get(sid)).input_tokens == 360  # type: ignore[union-attr]
+
+
+# ---- search and tools ----------------------------------------------------------------------
+
+
+async def test_cross_session_search_stays_in_the_namespace(store: Store) -> None:
+    a = SessionManager(store, namespace="A").with_searchable_history("history")
+    s1 = (await a.create("one")).id
+    s2 = (await a.create("two")).id
+    await a.append_all(
+        s1, [msg("m1", "we deployed the kubernetes cluster"), msg("m2", "ok", "assistant")]
+    )
+    await a.append(s2, msg("m1", "unrelated chat about lunch"))
+
+    # namespace B: the same session id, the same message id, a namespace-scoped block with the
+    # same label, and entries — all containing the query words
+    b_session = Session.create(store, s1, namespace="B").with_context(
+        "history", "shared", scope="namespace"
+    )
+    await b_session.append_message(msg("m1", "secret kubernetes deployment of tenant B"))
+    await b_session.replace_context_block("history", "kubernetes deployed by B")
+    await store.put_entry(
+        ScopeKey(namespace="B", session_id=None, label="history"), "k", "kubernetes deployed"
+    )
+
+    results = await a.search("kubernetes deploy")
+    assert [(r.session_id, r.message_id) for r in results] == [(s1, "m1")]
+    assert results[0].role == "user" and "kubernetes" in results[0].text
+    assert await a.search("kubernetes", session_ids=[s2]) == []
+    assert [r.message_id for r in await a.search("lunch", session_ids=[s1, s2])] == ["m1"]
+    assert await a.search("tenant") == []
+    assert await a.search("secret") == []
+    assert await a.search("") == []
+    assert await a.search("kubernetes", session_ids=[]) == []
+
+    # B sees only B
+    b = SessionManager(store, namespace="B")
+    assert [(r.session_id, r.text) for r in await b.search("kubernetes")] == [
+        (s1, "secret kubernetes deployment of tenant B")
+    ]
+
+    # session_search tool and the searchable-history block answer from A only
+    tools = await a.tools()
+    out = await tools.execute("session_search", {"query": "kubernetes"})
+    assert out == "[user] we deployed the kubernetes cluster"
+    ctx_tools = await a.session(s2).tools()
+    found = await ctx_tools.execute("search_context", {"label": "history", "query": "kubernetes"})
+    assert "we deployed the kubernetes cluster" in found and "tenant" not in found
+    assert "B" not in found.replace("[", "")
+    block = await a.session(s2).get_context_block("history")
+    assert block is not None and block.kind == "searchable"
+    assert block.content == "2 sessions available for search."
+
+
+async def test_session_search_result_format(store: Store) -> None:
+    m = SessionManager(store, namespace="ns")
+    sid = (await m.create("x")).id
+    await m.append_all(
+        sid,
+        [
+            msg("u1", "Where is the zebra report?"),
+            msg("a1", "The zebra report is in the shared drive.", "assistant"),
+            msg("u2", "thanks"),
+        ],
+    )
+    tools = await m.tools()
+    assert list(tools) == ["session_search"]
+    assert tools["session_search"].parameters["required"] == ["query"]
+    out = await tools.execute("session_search", '{"query": "zebra report"}')
+    blocks = out.split("\n---\n")
+    assert sorted(blocks) == [
+        "[assistant] The zebra report is in the shared drive.",
+        "[user] Where is the zebra report?",
+    ]
+    assert await tools.execute("session_search", {"query": "giraffe"}) == "No results found."
+    assert await tools.execute("session_search", {"query": '"unbalanced * ( NEAR'}) == (
+        "No results found."
+    )
+    assert (await tools.execute("session_search", {})).startswith("Error: ")
+
+    async def boom(*args: Any, **kwargs: Any) -> list[SearchResult]:
+        raise RuntimeError("database is on fire")
+
+    m.search = boom  # type: ignore[method-assign]
+    assert await tools.execute("session_search", {"query": "zebra"}) == (
+        "Error: database is on fire"
+    )
+
+
+def test_format_session_search_shapes() -> None:
+    from datetime import UTC, datetime
+
+    def hit(role: str, text: str, snippet: str = "") -> SearchResult:
+        return SearchResult(
+            session_id="s",
+            message_id="m",
+            role=role,
+            text=text,
+            snippet=snippet,
+            score=1.0,
+            created_at=datetime.now(UTC),
+        )
+
+    assert format_session_search([]) == "No results found."
+    assert format_session_search([hit("user", "a"), hit("tool", "", "[lookup] x")]) == (
+        "[user] a\n---\n[tool] [lookup] x"
+    )
+    long = format_session_search([hit("assistant", "y" * 5000)])
+    assert long == "[assistant] " + "y" * 2000 + "..."
+
+
+async def test_merged_tool_set(store: Store) -> None:
+    m = SessionManager(store, namespace="ns").with_context("memory", "Facts", max_tokens=200)
+    sid = (await m.create("x")).id
+    await m.append(sid, msg("u1", "my favourite colour is teal"))
+    session = m.session(sid)
+    merged = await session.tools() | await m.tools()
+    assert "set_context" in merged and "session_search" in merged
+    assert await merged.execute("session_search", {"query": "teal"}) == (
+        "[user] my favourite colour is teal"
+    )
+    written = await merged.execute(
+        "set_context", {"label": "memory", "content": "likes teal", "action": "replace"}
+    )
+    assert written.startswith("Written to memory.")
+    names = {t["function"]["name"] for t in merged.to_openai()}
+    assert names == set(merged)
