@@ -1,28 +1,391 @@
-"""CompactionMixin: the compaction half of Session (DESIGN §6). Placeholder hooks only —
-the compaction issue fills this module."""
+"""CompactionMixin: the compaction half of :class:`~mindstore.Session` (DESIGN §6).
+
+Invariants:
+
+* Compaction never deletes or edits a stored message. A summary is an overlay row over a
+  contiguous range of one path; reads replace the range (``overlays.apply_overlays``), and
+  ``expand_compaction`` / ``revert_compaction`` give the originals back.
+* ``add_compaction`` validates the range against the tree (both ids exist, ``from`` is an
+  ancestor-or-self of ``to``) and marks the older overlays of that path that the new range
+  contains as superseded by it, in the same store transaction.
+* ``compact()`` stores only validated, non-empty summaries: a failed or rejected compaction
+  changes nothing.
+* Automatic compaction (``compact_after``) runs after an append and can never fail it: every
+  error goes to the ``on_compaction_error`` handler once, or to the ``mindstore`` logger.
+* The token estimate for ``compact_after`` is incremental: the session caches
+  ``(leaf_id, tokens of the overlaid path)``; an append whose parent is the cached leaf adds
+  the new message's tokens; anything else (another branch, another process, a delete, a
+  compaction) recomputes it once from ``get_history``. With a user ``token_counter`` the
+  counter receives the overlaid path and the system prompt on every append (the user chose
+  that cost).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import inspect
+import logging
+import re
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from mindstore.store.base import StoredMessage
+from mindstore.compaction.compact_function import CompactContext, CompactResult
+from mindstore.compaction.overlays import (
+    COMPACTION_ID_PREFIX,
+    apply_overlays,
+    resolve_overlays,
+)
+from mindstore.compaction.rowlimit import enforce_row_limit
+from mindstore.errors import CompactionError, MessageNotFoundError
+from mindstore.messages import validate_id
+from mindstore.store.base import Compaction, SessionKey, Store, StoredMessage
+from mindstore.tokens import estimate_string_tokens
+
+if TYPE_CHECKING:
+    from mindstore.tokens import Tokenizer
+
+__all__ = ["CompactionMixin", "summary_has_content"]
+
+logger = logging.getLogger("mindstore")
+
+_HEADING = re.compile(r"^\s{0,3}#{1,6}(\s.*)?$")
+_CONTENT = re.compile(r"\w")
+
+
+def summary_has_content(summary: str) -> bool:
+    """False for a blank summary or one with nothing but Markdown headings and punctuation."""
+    for line in summary.splitlines():
+        if _HEADING.match(line):
+            continue
+        if _CONTENT.search(line):
+            return True
+    return False
+
+
+async def _maybe_await(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value
 
 
 class CompactionMixin:
+    """Compaction operations of :class:`~mindstore.Session`; see the module docstring."""
+
+    if TYPE_CHECKING:
+        _store: Store
+        _key: SessionKey
+        _tokenizer: Tokenizer | None
+        max_message_bytes: int
+        _compact_fn: Callable[..., Any] | None
+        _compact_threshold: int | None
+        _compact_token_counter: Callable[..., Any] | None
+        _compaction_error_handler: Callable[[BaseException], Any] | None
+
+        async def freeze_system_prompt(self) -> str: ...
+        async def refresh_system_prompt(self) -> str: ...
+        async def _apply_skill_unloads(
+            self, rows: list[StoredMessage], messages: list[dict[str, Any]]
+        ) -> list[dict[str, Any]]: ...
+        def count_message_tokens(self, messages: Sequence[dict[str, Any]]) -> int: ...
+        async def get_history(self, leaf_id: str | None = None) -> list[dict[str, Any]]: ...
+
+    # ---- hooks called by Session ---------------------------------------------------------------
     def _init_compaction_state(self) -> None:
-        pass
+        self._token_cache: tuple[str, int] | None = None
+        self._prompt_tokens: tuple[str, int] | None = None
+        self._auto_compacting = False
 
     def _enforce_row_limit(self, message: dict[str, Any]) -> dict[str, Any]:
-        return message
-
-    async def _after_append(self, message: dict[str, Any]) -> None:
-        pass
+        return enforce_row_limit(message, self.max_message_bytes)
 
     def _invalidate_token_cache(self) -> None:
-        pass
+        self._token_cache = None
+
+    async def _after_append(self, message: dict[str, Any]) -> None:
+        """Automatic compaction check after a fresh insert. Never raises."""
+        if self._compact_threshold is None:
+            return
+        try:
+            tokens = await self._tokens_after_append(message)
+            if tokens > self._compact_threshold and not self._auto_compacting:
+                self._auto_compacting = True
+                try:
+                    await self.compact(leaf_id=str(message["id"]))
+                finally:
+                    self._auto_compacting = False
+        except Exception as exc:
+            await self._report_compaction_error(exc)
 
     async def _present(
         self, rows: list[StoredMessage], *, window: bool = False
     ) -> list[dict[str, Any]]:
-        messages = [r.message for r in rows]
-        return await self._apply_skill_unloads(rows, messages)  # type: ignore[attr-defined,no-any-return]
+        """Stored rows → what a reader sees: skill unloads, then compaction overlays.
+
+        Skill unloads are applied first, while rows and messages still correspond one to one;
+        the overlays then replace whole ranges (their content is not shown anyway).
+        """
+        messages = await self._apply_skill_unloads(rows, [r.message for r in rows])
+        if not rows:
+            return messages
+        compactions = await self._store.get_compactions(self._key)
+        if not compactions:
+            return messages
+        if window and _window_needs_full_path(rows, compactions):
+            # Overlapping overlays that begin before the window: resolve them on the whole path
+            # so the window is exactly a suffix of get_history (rare; only manual overlaps).
+            full = await self._store.path(self._key, rows[-1].id)
+            full_messages = await self._apply_skill_unloads(full, [r.message for r in full])
+            return apply_overlays(full_messages, compactions, start=len(full) - len(rows))
+        return apply_overlays(messages, compactions, partial_start=window)
+
+    # ---- public API ------------------------------------------------------------------------------
+    async def get_compactions(self) -> list[Compaction]:
+        """Every overlay of this session in creation order, superseded and reverted included."""
+        return await self._store.get_compactions(self._key)
+
+    async def add_compaction(self, summary: str, from_id: str, to_id: str) -> Compaction:
+        """Store a summary overlay over the path range ``from_id``..``to_id`` (DESIGN §6.1).
+
+        Older overlays of that path lying inside the new range are marked superseded by it.
+
+        Raises:
+            MessageNotFoundError: either id does not exist in this session.
+            ValueError: the ids are not on one path with ``from_id`` at or before ``to_id``, or
+                the summary is not a non-blank string.
+        """
+        if not isinstance(summary, str) or not summary.strip():
+            raise ValueError("summary must be a non-blank string")
+        validate_id(from_id, "from_id")
+        validate_id(to_id, "to_id")
+        found = {r.id for r in await self._store.get_messages(self._key, [from_id, to_id])}
+        for mid in (from_id, to_id):
+            if mid not in found:
+                raise MessageNotFoundError(
+                    f"message {mid!r} does not exist in session {self._key.session_id!r}"
+                )
+        rows = await self._store.path(self._key, to_id)
+        ids = [r.id for r in rows]
+        if from_id not in ids:
+            raise ValueError(
+                f"cannot compact {from_id!r}..{to_id!r}: {from_id!r} is not an earlier message "
+                f"on the path to {to_id!r}; a compaction covers a contiguous range of one path, "
+                "from_id first"
+            )
+        compactions = await self._store.get_compactions(self._key)
+        return await self._store_compaction(summary, ids, ids.index(from_id), compactions)
+
+    async def expand_compaction(self, compaction_id: int) -> list[dict[str, Any]]:
+        """The original stored messages behind a summary, oldest first.
+
+        Raises:
+            CompactionError: no compaction with that id in this session.
+        """
+        c = await self._find_compaction(compaction_id)
+        rows = await self._store.path(self._key, c.to_message_id)
+        ids = [r.id for r in rows]
+        start = ids.index(c.from_message_id) if c.from_message_id in ids else len(ids) - 1
+        return [r.message for r in rows[start:]]
+
+    async def revert_compaction(self, compaction_id: int) -> Compaction:
+        """Undo one compaction: history reads as before it was added (overlays it superseded
+        apply again). The row is kept, marked reverted; returns it.
+
+        Raises:
+            CompactionError: no compaction with that id in this session.
+        """
+        if isinstance(compaction_id, bool) or not isinstance(compaction_id, int):
+            raise CompactionError(f"compaction ids are integers, got {compaction_id!r}")
+        reverted = await self._store.revert_compaction(self._key, compaction_id)
+        self._invalidate_token_cache()
+        return reverted
+
+    async def compact(self, leaf_id: str | None = None) -> Compaction | None:
+        """Run the registered compaction function on ``get_history(leaf_id)`` (DESIGN §6.2).
+
+        The returned range is validated, extended to the start of the oldest overlay visible
+        on the path (one growing summary per branch) and stored; the system prompt is then
+        refreshed. Returns the stored overlay, or ``None`` when the function returned ``None``.
+
+        Raises:
+            CompactionError: no function registered (``on_compaction``), or it returned an
+                invalid result: a range not on the path, or a summary without content. Nothing
+                is stored then.
+            MessageNotFoundError: unknown ``leaf_id``.
+        """
+        fn = self._compact_fn
+        if fn is None:
+            raise CompactionError(
+                "no compaction function is registered; call session.on_compaction(fn), "
+                "e.g. with create_compact_function(summarize=...)"
+            )
+        rows = await self._store.path(self._key, leaf_id)
+        if not rows:
+            return None
+        compactions = await self._store.get_compactions(self._key)
+        history = await self._apply_skill_unloads(rows, [r.message for r in rows])
+        history = apply_overlays(history, compactions)
+        context = CompactContext(
+            token_counter=self._context_token_counter(),
+            session_id=self._key.session_id,
+            namespace=self._key.namespace,
+            leaf_id=rows[-1].id,
+        )
+        result = await _maybe_await(fn(history, context))
+        if result is None:
+            return None
+        from_id, to_id, summary = _check_result(result)
+        ids = [r.id for r in rows]
+        pos = {mid: i for i, mid in enumerate(ids)}
+        by_id = {f"{COMPACTION_ID_PREFIX}{c.id}": c for c in compactions}
+        if from_id not in pos and from_id in by_id:
+            from_id = by_id[from_id].from_message_id
+        if to_id not in pos and to_id in by_id:
+            to_id = by_id[to_id].to_message_id
+        if from_id not in pos or to_id not in pos or pos[from_id] > pos[to_id]:
+            raise CompactionError(
+                f"the compaction function returned the range {from_id!r}..{to_id!r}, which is "
+                "not an ordered range of the path it was given; nothing was stored"
+            )
+        start, end = pos[from_id], pos[to_id]
+        visible = resolve_overlays(ids, compactions)
+        if visible:
+            start = min(start, visible[0][1])  # iterative: grow the oldest visible summary
+            for _, s, e in visible:
+                if s <= end < e:
+                    end = e  # never cut through a visible summary
+        stored = await self._store_compaction(summary, ids[: end + 1], start, compactions)
+        await self.refresh_system_prompt()
+        return stored
+
+    # ---- internals -----------------------------------------------------------------------------
+    async def _store_compaction(
+        self, summary: str, path_ids: list[str], start: int, compactions: Sequence[Compaction]
+    ) -> Compaction:
+        """Store an overlay over ``path_ids[start:]`` (``path_ids`` ends at ``to``)."""
+        end = len(path_ids) - 1
+        pos = {mid: i for i, mid in enumerate(path_ids)}
+        supersedes = [
+            c.id
+            for c in compactions
+            if not c.reverted
+            and c.superseded_by is None
+            and c.from_message_id in pos
+            and c.to_message_id in pos
+            and start <= pos[c.from_message_id] <= pos[c.to_message_id] <= end
+        ]
+        stored = await self._store.add_compaction(
+            self._key,
+            summary=summary,
+            from_id=path_ids[start],
+            to_id=path_ids[end],
+            supersedes=supersedes,
+        )
+        self._invalidate_token_cache()
+        return stored
+
+    async def _find_compaction(self, compaction_id: int) -> Compaction:
+        for c in await self._store.get_compactions(self._key):
+            if c.id == compaction_id:
+                return c
+        raise CompactionError(
+            f"no compaction {compaction_id!r} in session {self._key.session_id!r}; "
+            "see session.get_compactions()"
+        )
+
+    def _context_token_counter(self) -> Callable[..., Any] | None:
+        if self._compact_token_counter is not None:
+            return self._compact_token_counter
+        tokenizer = self._tokenizer
+        if tokenizer is None:
+            return None
+
+        def count(messages: Sequence[dict[str, Any]], system_prompt: str = "") -> int:
+            prompt = tokenizer.count(system_prompt) if system_prompt else 0
+            return self.count_message_tokens(messages) + prompt
+
+        return count
+
+    async def _tokens_after_append(self, message: dict[str, Any]) -> int:
+        """Tokens of the overlaid path ending at ``message`` plus the system prompt."""
+        mid = str(message["id"])
+        if self._compact_token_counter is not None:
+            history = await self.get_history(mid)
+            prompt = await self.freeze_system_prompt()
+            return int(await _maybe_await(self._compact_token_counter(history, prompt)))
+        new_tokens = self.count_message_tokens([message])
+        row = await self._store.get_message(self._key, mid)
+        parent = row.parent_id if row is not None else None
+        cache = self._token_cache
+        if parent is None:
+            path_tokens = new_tokens
+        elif cache is not None and cache[0] == parent:
+            path_tokens = cache[1] + new_tokens
+        else:
+            path_tokens = self.count_message_tokens(await self.get_history(mid))
+        self._token_cache = (mid, path_tokens)
+        return path_tokens + self._system_prompt_tokens(await self.freeze_system_prompt())
+
+    def _system_prompt_tokens(self, prompt: str) -> int:
+        cached = self._prompt_tokens
+        if cached is not None and cached[0] == prompt:
+            return cached[1]
+        tokens = (
+            self._tokenizer.count(prompt) if self._tokenizer else estimate_string_tokens(prompt)
+        )
+        self._prompt_tokens = (prompt, tokens)
+        return tokens
+
+    async def _report_compaction_error(self, exc: BaseException) -> None:
+        handler = self._compaction_error_handler
+        if handler is None:
+            logger.error(
+                "automatic compaction of session %r (namespace %r) failed; the message was "
+                "stored. Register session.on_compaction_error(handler) to handle this.",
+                self._key.session_id,
+                self._key.namespace,
+                exc_info=exc,
+            )
+            return
+        try:
+            await _maybe_await(handler(exc))
+        except Exception:
+            logger.exception("the on_compaction_error handler itself raised")
+
+
+def _check_result(result: Any) -> tuple[str, str, str]:
+    if isinstance(result, CompactResult):
+        from_id, to_id, summary = result.from_message_id, result.to_message_id, result.summary
+    else:
+        try:
+            from_id = result.from_message_id
+            to_id = result.to_message_id
+            summary = result.summary
+        except AttributeError:
+            raise CompactionError(
+                "a compaction function must return CompactResult(from_message_id, "
+                f"to_message_id, summary) or None, got {type(result).__name__}"
+            ) from None
+    if not isinstance(from_id, str) or not isinstance(to_id, str):
+        raise CompactionError("CompactResult message ids must be strings")
+    if not isinstance(summary, str) or not summary_has_content(summary):
+        raise CompactionError(
+            "the compaction function returned a summary with no content (blank, or only "
+            "headings and punctuation); nothing was stored"
+        )
+    return from_id, to_id, summary
+
+
+def _window_needs_full_path(
+    rows: Sequence[StoredMessage], compactions: Sequence[Compaction]
+) -> bool:
+    """A window overlay whose range starts before the window can only be resolved locally when
+    no newer overlay ends before the window (such a one could overlap it there)."""
+    ids = {r.id for r in rows}
+    partial = [
+        c.id
+        for c in compactions
+        if not c.reverted and c.to_message_id in ids and c.from_message_id not in ids
+    ]
+    if not partial:
+        return False
+    oldest = min(partial)
+    return any(not c.reverted and c.to_message_id not in ids and c.id > oldest for c in compactions)
