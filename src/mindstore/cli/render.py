@@ -1,0 +1,170 @@
+"""Pure helpers for the ``mindstore`` command: one-line previews of messages, JSON-safe values
+and the branch tree of a session. No I/O here, so it is tested without a terminal or database.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from mindstore.messages import is_tool_part, tool_name
+from mindstore.store.base import Compaction, StoredMessage
+
+__all__ = [
+    "TreeNode",
+    "active_compactions",
+    "build_tree",
+    "covered_ids",
+    "flatten_tree",
+    "message_preview",
+    "shorten",
+    "to_jsonable",
+]
+
+
+def shorten(text: str, width: int) -> str:
+    """Collapse whitespace and cut ``text`` to ``width`` characters (with an ellipsis)."""
+    flat = " ".join(text.split())
+    if width <= 0 or len(flat) <= width:
+        return flat
+    return flat[: max(0, width - 1)] + "…"
+
+
+def _compact_json(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def part_preview(part: Mapping[str, Any]) -> str:
+    """A short human rendering of one part (text as is, tools as ``⚙ name(input) → output``)."""
+    ptype = part.get("type")
+    if ptype == "text":
+        return str(part.get("text", ""))
+    if ptype == "reasoning":
+        return f"(thinking) {part.get('text', '')}"
+    if isinstance(ptype, str) and is_tool_part(part):
+        out = f"⚙ {tool_name(part)}({_compact_json(part.get('input', {}))})"
+        if "output" in part:
+            out += f" → {_compact_json(part['output'])}"
+        elif part.get("errorText"):
+            out += f" → error: {part['errorText']}"
+        else:
+            out += f" [{part.get('state', 'pending')}]"
+        return out
+    if ptype == "file":
+        return f"[file {part.get('mediaType', '?')}]"
+    return f"[{ptype}]"
+
+
+def message_preview(message: Mapping[str, Any], width: int = 0) -> str:
+    """One line summarising a message's parts; ``width`` > 0 cuts it to that many characters."""
+    parts = message.get("parts") or []
+    text = " ".join(part_preview(p) for p in parts if isinstance(p, Mapping))
+    return shorten(text, width)
+
+
+def to_jsonable(value: Any) -> Any:
+    """Dataclasses → dicts, datetimes → ISO 8601 strings, recursively (for ``--json``)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    return value
+
+
+def active_compactions(compactions: Sequence[Compaction]) -> list[Compaction]:
+    """Overlays that still apply somewhere: neither reverted nor superseded."""
+    return [c for c in compactions if not c.reverted and c.superseded_by is None]
+
+
+def covered_ids(parents: Mapping[str, str | None], compaction: Compaction) -> list[str]:
+    """Ids on the path ``from``..``to`` of an overlay (``to`` first), or [] if it is broken."""
+    out: list[str] = []
+    current: str | None = compaction.to_message_id
+    while current is not None:
+        out.append(current)
+        if current == compaction.from_message_id:
+            return out
+        current = parents.get(current)
+    return []
+
+
+@dataclass(kw_only=True, slots=True)
+class TreeNode:
+    """One message in the drawn tree."""
+
+    id: str
+    role: str
+    preview: str
+    latest_leaf: bool = False
+    compactions: list[int] = field(default_factory=list)
+    """Active overlays covering this message."""
+    starts: list[int] = field(default_factory=list)
+    """Active overlays whose range starts here."""
+    children: list[TreeNode] = field(default_factory=list)
+
+    def to_dict(self, parent_id: str | None) -> dict[str, Any]:
+        """This node alone (children by id), so deep trees serialise without recursion."""
+        return {
+            "id": self.id,
+            "parent_id": parent_id,
+            "role": self.role,
+            "text": self.preview,
+            "latest_leaf": self.latest_leaf,
+            "compacted_by": list(self.compactions),
+            "children": [c.id for c in self.children],
+        }
+
+
+def flatten_tree(roots: Sequence[TreeNode]) -> list[dict[str, Any]]:
+    """Every node as a flat dict, depth first (each parent before its children)."""
+    out: list[dict[str, Any]] = []
+    stack: list[tuple[TreeNode, str | None]] = [(r, None) for r in reversed(roots)]
+    while stack:
+        node, parent = stack.pop()
+        out.append(node.to_dict(parent))
+        stack.extend((c, node.id) for c in reversed(node.children))
+    return out
+
+
+def build_tree(
+    rows: Sequence[StoredMessage],
+    compactions: Sequence[Compaction],
+    latest_leaf_id: str | None,
+) -> list[TreeNode]:
+    """Roots of the session's message tree (children oldest first, by seq), each node marked
+    with the active overlays that cover it. ``rows`` must be in seq order (parents first)."""
+    nodes: dict[str, TreeNode] = {}
+    parents: dict[str, str | None] = {}
+    roots: list[TreeNode] = []
+    for row in rows:
+        node = TreeNode(
+            id=row.id,
+            role=str(row.message.get("role", "?")),
+            preview=message_preview(row.message),
+            latest_leaf=row.id == latest_leaf_id,
+        )
+        nodes[row.id] = node
+        parents[row.id] = row.parent_id
+        parent = nodes.get(row.parent_id) if row.parent_id is not None else None
+        if parent is None:
+            roots.append(node)
+        else:
+            parent.children.append(node)
+    for comp in active_compactions(compactions):
+        ids = covered_ids(parents, comp)
+        for mid in ids:
+            nodes[mid].compactions.append(comp.id)
+        if ids:
+            nodes[comp.from_message_id].starts.append(comp.id)
+    return roots

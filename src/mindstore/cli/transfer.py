@@ -1,0 +1,524 @@
+"""Export and import of one session as JSON Lines — the format behind ``mindstore export`` and
+``mindstore import``.
+
+Format (version 1), one JSON object per line, keys sorted, UTF-8:
+
+1. a header ``{"kind": "mindstore-export", "version": 1, "namespace", "session_id", "session",
+   "messages", "compactions", "blocks", "skills"}`` — ``session`` holds the registry fields that
+   can be restored (name, parent, model, source, metadata, usage, end reason) and the counts
+   let a truncated file be detected;
+2. every message of every branch in insertion order: ``{"kind": "message", "parent_id",
+   "tokens", "message"}`` (parents always come before their children);
+3. every compaction overlay in creation order, reverted and superseded ones included:
+   ``{"kind": "compaction", "ref", "from", "to", "summary", "superseded_by", "reverted"}``
+   where ``ref`` numbers overlays 1.. within the file and ``superseded_by`` names a ``ref``
+   (store-wide overlay ids are not portable between databases);
+4. the stored context blocks the session sees: ``{"kind": "block", "scope": "session" |
+   "namespace", "label", "content"}``;
+5. loaded-skill state: ``{"kind": "skill", "label", "key", "loaded", "unloaded",
+   "unloaded_after"}`` where ``unloaded_after`` is the id of the last message that existed
+   when the skill was (last) unloaded;
+6. the frozen system prompt, if one was persisted: ``{"kind": "prompt", "prompt"}``.
+
+What is not carried: insertion timestamps and store-wide sequence numbers (an import gets new
+ones, in the same order), and keyed entries of searchable/skill collections (they belong to a
+block label, not to a session). Everything else round-trips: export → import into an empty store
+→ export gives an identical file.
+
+Import validates the whole file before writing anything; the first problem is reported as
+``line N: <what>``. The session must not exist yet in the target namespace.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from mindstore.errors import ConflictError, InvalidMessageError, MindstoreError
+from mindstore.messages import validate_message
+from mindstore.store.base import NewMessage, ScopeKey, SessionKey, Store, StoredMessage
+
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "ExportData",
+    "ExportFormatError",
+    "export_lines",
+    "import_data",
+    "parse_export",
+    "read_export",
+]
+
+FORMAT = "mindstore-export"
+VERSION = 1
+
+_SESSION_FIELDS = (
+    "name",
+    "parent_session_id",
+    "model",
+    "source",
+    "metadata",
+    "input_tokens",
+    "output_tokens",
+    "estimated_cost",
+    "end_reason",
+)
+
+
+class ExportFormatError(MindstoreError, ValueError):
+    """A malformed export file: the message starts with ``line N:``. Nothing was imported."""
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(
+        obj, ensure_ascii=False, allow_nan=False, sort_keys=True, separators=(",", ":")
+    )
+
+
+# ---- export ----------------------------------------------------------------------------------
+
+
+async def read_export(store: Store, key: SessionKey) -> list[dict[str, Any]]:
+    """Every record of the session's export, header first (see the module docstring)."""
+    info = await store.get_session(key)
+    rows = await store.all_messages(key)
+    comps = await store.get_compactions(key)
+    blocks = await store.list_blocks(key.namespace, key.session_id)
+    skills = await store.get_skill_states(key)
+    prompt = await store.get_prompt(key)
+
+    refs = {c.id: i for i, c in enumerate(comps, start=1)}
+    skill_records = []
+    for s in skills:
+        skill_records.append(
+            {
+                "kind": "skill",
+                "label": s.label,
+                "key": s.key,
+                "loaded": s.loaded,
+                "unloaded_after": _last_at_or_before(rows, s.unloaded_before_seq)
+                if s.unloaded_before_seq is not None
+                else None,
+                "unloaded": s.unloaded_before_seq is not None,
+            }
+        )
+    block_records = [
+        {
+            "kind": "block",
+            "scope": "session" if bk.session_id is not None else "namespace",
+            "label": bk.label,
+            "content": content,
+        }
+        for bk, content in sorted(blocks, key=lambda b: (b[0].session_id is None, b[0].label))
+    ]
+    header = {
+        "kind": FORMAT,
+        "version": VERSION,
+        "namespace": key.namespace,
+        "session_id": key.session_id,
+        "session": {f: getattr(info, f) for f in _SESSION_FIELDS} if info is not None else None,
+        "messages": len(rows),
+        "compactions": len(comps),
+        "blocks": len(block_records),
+        "skills": len(skill_records),
+        "prompt": prompt is not None,
+    }
+    out: list[dict[str, Any]] = [header]
+    out.extend(
+        {"kind": "message", "parent_id": r.parent_id, "tokens": r.tokens, "message": r.message}
+        for r in rows
+    )
+    out.extend(
+        {
+            "kind": "compaction",
+            "ref": refs[c.id],
+            "from": c.from_message_id,
+            "to": c.to_message_id,
+            "summary": c.summary,
+            "superseded_by": refs.get(c.superseded_by) if c.superseded_by is not None else None,
+            "reverted": c.reverted,
+        }
+        for c in comps
+    )
+    out.extend(block_records)
+    out.extend(skill_records)
+    if prompt is not None:
+        out.append({"kind": "prompt", "prompt": prompt})
+    return out
+
+
+def _last_at_or_before(rows: Sequence[StoredMessage], seq: int) -> str | None:
+    last: str | None = None
+    for r in rows:
+        if r.seq > seq:
+            break
+        last = r.id
+    return last
+
+
+def export_lines(records: Iterable[dict[str, Any]]) -> Iterator[str]:
+    """The JSON Lines text of ``records``, one line each with its trailing newline."""
+    for rec in records:
+        yield _dumps(rec) + "\n"
+
+
+# ---- import: parse and validate everything first -------------------------------------------
+
+
+@dataclass(kw_only=True, slots=True)
+class ExportData:
+    """A fully validated export file, ready to be written."""
+
+    namespace: str
+    session_id: str
+    session: dict[str, Any] | None
+    messages: list[NewMessage] = field(default_factory=list)
+    compactions: list[dict[str, Any]] = field(default_factory=list)
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+    skills: list[dict[str, Any]] = field(default_factory=list)
+    prompt: str | None = None
+
+
+def _fail(line: int, what: str) -> ExportFormatError:
+    return ExportFormatError(f"line {line}: {what}")
+
+
+def _req(rec: dict[str, Any], name: str, types: type | tuple[type, ...], line: int) -> Any:
+    if name not in rec:
+        raise _fail(line, f"{rec.get('kind')} record has no {name!r}")
+    value = rec[name]
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in _tuple(types)):
+        raise _fail(line, f"{name!r} has the wrong type ({type(value).__name__})")
+    return value
+
+
+def _tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
+    return types if isinstance(types, tuple) else (types,)
+
+
+def _nonempty_str(rec: dict[str, Any], name: str, line: int) -> str:
+    value = _req(rec, name, str, line)
+    if not value:
+        raise _fail(line, f"{name!r} is empty")
+    return str(value)
+
+
+def parse_export(
+    lines: Iterable[str], *, progress: Callable[[int], None] | None = None
+) -> ExportData:
+    """Parse and validate a whole export (an iterable of lines, e.g. an open file).
+
+    ``progress(n)`` is called with the number of characters consumed per line.
+
+    Raises:
+        ExportFormatError: ``line N: <what>`` for the first malformed line (or a truncated file).
+    """
+    data: ExportData | None = None
+    header: dict[str, Any] = {}
+    seen: set[str] = set()
+    parents: dict[str, str | None] = {}
+    refs: dict[int, int] = {}  # ref -> line
+    block_keys: set[tuple[str, str]] = set()
+    skill_keys: set[tuple[str, str]] = set()
+    lineno = 0
+    order = ["message", "compaction", "block", "skill", "prompt"]
+    stage = 0
+    for lineno, raw in enumerate(lines, start=1):
+        if progress is not None:
+            progress(len(raw))
+        text = raw.strip()
+        if not text:
+            continue
+        try:
+            rec = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise _fail(lineno, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(rec, dict):
+            raise _fail(lineno, f"expected a JSON object, got {type(rec).__name__}")
+        kind = rec.get("kind")
+        if data is None:
+            if kind != FORMAT:
+                raise _fail(
+                    lineno, f"not a mindstore export (the first record must have kind {FORMAT!r})"
+                )
+            if rec.get("version") != VERSION:
+                raise _fail(
+                    lineno,
+                    f"unsupported export version {rec.get('version')!r} "
+                    f"(this mindstore reads version {VERSION})",
+                )
+            session = rec.get("session")
+            if session is not None and not isinstance(session, dict):
+                raise _fail(lineno, "'session' must be an object or null")
+            if session is not None:
+                unknown = set(session) - set(_SESSION_FIELDS)
+                if unknown:
+                    raise _fail(lineno, f"unknown session field(s) {sorted(unknown)}")
+            for count in ("messages", "compactions", "blocks", "skills"):
+                v = rec.get(count)
+                if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                    raise _fail(lineno, f"header {count!r} must be a non-negative integer")
+            if not isinstance(rec.get("prompt"), bool):
+                raise _fail(lineno, "header 'prompt' must be true or false")
+            header = rec
+            data = ExportData(
+                namespace=_nonempty_str(rec, "namespace", lineno),
+                session_id=_nonempty_str(rec, "session_id", lineno),
+                session=session,
+            )
+            continue
+        if kind not in order:
+            raise _fail(lineno, f"unknown record kind {kind!r}")
+        idx = order.index(kind)
+        if idx < stage:
+            raise _fail(lineno, f"{kind} record after {order[stage]} records (file out of order)")
+        stage = idx
+        if kind == "message":
+            _parse_message(rec, lineno, data, seen, parents)
+        elif kind == "compaction":
+            _parse_compaction(rec, lineno, data, seen, parents, refs)
+        elif kind == "block":
+            scope = _req(rec, "scope", str, lineno)
+            if scope not in ("session", "namespace"):
+                raise _fail(lineno, f"block scope must be 'session' or 'namespace', got {scope!r}")
+            label = _nonempty_str(rec, "label", lineno)
+            _req(rec, "content", str, lineno)
+            if (scope, label) in block_keys:
+                raise _fail(lineno, f"duplicate block {label!r}")
+            block_keys.add((scope, label))
+            data.blocks.append(rec)
+        elif kind == "skill":
+            label = _nonempty_str(rec, "label", lineno)
+            key = _nonempty_str(rec, "key", lineno)
+            _req(rec, "loaded", bool, lineno)
+            _req(rec, "unloaded", bool, lineno)
+            after = rec.get("unloaded_after")
+            if after is not None and after not in seen:
+                raise _fail(lineno, f"unloaded_after {after!r} is not a message in the file")
+            if (label, key) in skill_keys:
+                raise _fail(lineno, f"duplicate skill state {label!r}/{key!r}")
+            skill_keys.add((label, key))
+            data.skills.append(rec)
+        else:
+            if data.prompt is not None:
+                raise _fail(lineno, "more than one prompt record")
+            data.prompt = _req(rec, "prompt", str, lineno)
+    if data is None:
+        raise _fail(max(lineno, 1), "empty file: no mindstore export header")
+    for name, got in (
+        ("messages", len(data.messages)),
+        ("compactions", len(data.compactions)),
+        ("blocks", len(data.blocks)),
+        ("skills", len(data.skills)),
+    ):
+        if header[name] != got:
+            raise _fail(
+                lineno,
+                f"the header declares {header[name]} {name} but the file has {got} (truncated?)",
+            )
+    if header["prompt"] != (data.prompt is not None):
+        raise _fail(lineno, "the header's 'prompt' flag does not match the file (truncated?)")
+    for c in data.compactions:
+        sb = c["superseded_by"]
+        if sb is not None and sb not in refs:
+            raise _fail(refs[c["ref"]], f"superseded_by {sb} names no compaction in the file")
+    return data
+
+
+def _parse_message(
+    rec: dict[str, Any],
+    line: int,
+    data: ExportData,
+    seen: set[str],
+    parents: dict[str, str | None],
+) -> None:
+    msg = _req(rec, "message", dict, line)
+    try:
+        checked = validate_message(msg, generate_id=False)
+    except InvalidMessageError as exc:
+        raise _fail(line, str(exc)) from None
+    mid = checked["id"]
+    if mid in seen:
+        raise _fail(line, f"duplicate message id {mid!r}")
+    if "parent_id" not in rec:
+        raise _fail(line, "message record has no 'parent_id'")
+    parent = rec["parent_id"]
+    if parent is not None and (not isinstance(parent, str) or parent not in seen):
+        raise _fail(line, f"parent_id {parent!r} is not an earlier message in the file")
+    tokens = _req(rec, "tokens", int, line)
+    if tokens < 0:
+        raise _fail(line, "'tokens' must not be negative")
+    seen.add(mid)
+    parents[mid] = parent
+    data.messages.append(NewMessage(message=checked, parent=parent, tokens=tokens))
+
+
+def _parse_compaction(
+    rec: dict[str, Any],
+    line: int,
+    data: ExportData,
+    seen: set[str],
+    parents: dict[str, str | None],
+    refs: dict[int, int],
+) -> None:
+    ref = _req(rec, "ref", int, line)
+    if ref != len(data.compactions) + 1:
+        raise _fail(
+            line, f"compaction ref {ref} out of sequence (expected {len(data.compactions) + 1})"
+        )
+    frm = _nonempty_str(rec, "from", line)
+    to = _nonempty_str(rec, "to", line)
+    for end in (frm, to):
+        if end not in seen:
+            raise _fail(line, f"compaction range names {end!r}, which is not a message in the file")
+    current: str | None = to
+    while current is not None and current != frm:
+        current = parents.get(current)
+    if current is None:
+        raise _fail(line, f"compaction range {frm!r}..{to!r} is not on one path")
+    _req(rec, "summary", str, line)
+    sb = rec.get("superseded_by")
+    if sb is not None and (not isinstance(sb, int) or isinstance(sb, bool) or sb <= ref):
+        raise _fail(line, f"superseded_by must be a later compaction ref or null, got {sb!r}")
+    _req(rec, "reverted", bool, line)
+    refs[ref] = line
+    data.compactions.append(rec)
+
+
+# ---- import: write -------------------------------------------------------------------------
+
+
+async def import_data(
+    store: Store,
+    data: ExportData,
+    *,
+    namespace: str | None = None,
+    session_id: str | None = None,
+    chunk: int = 500,
+    progress: Callable[[int], None] | None = None,
+) -> SessionKey:
+    """Write a validated export into ``store`` (optionally under another namespace/session id).
+
+    ``progress(n)`` is called with the number of messages written per batch.
+
+    Raises:
+        ConflictError: the target session already exists, or a namespace block of the same
+            label holds different content. Nothing was written.
+        MindstoreError: a store failure while writing; what was written is removed again.
+    """
+    key = SessionKey(
+        namespace=namespace or data.namespace, session_id=session_id or data.session_id
+    )
+    if await store.get_session(key) is not None or await store.latest_leaf(key) is not None:
+        raise ConflictError(
+            f"session {key.session_id!r} already exists in namespace {key.namespace!r}; "
+            "import it under another id with --session NEW_ID"
+        )
+    new_ns_blocks: list[ScopeKey] = []
+    for b in data.blocks:
+        if b["scope"] == "namespace":
+            sk = ScopeKey(namespace=key.namespace, session_id=None, label=b["label"])
+            existing = await store.get_block(sk)
+            if existing is not None and existing != b["content"]:
+                raise ConflictError(
+                    f"namespace block {b['label']!r} already exists in {key.namespace!r} with "
+                    "different content; nothing imported"
+                )
+            if existing is None:
+                new_ns_blocks.append(sk)
+    try:
+        await _write(store, key, data, chunk, progress)
+    except BaseException:
+        # Best effort: leave the target as it was (it did not exist before).
+        try:
+            await store.delete_session(key)
+            for sk in new_ns_blocks:
+                await store.delete_block(sk)
+        except Exception:
+            pass
+        raise
+    return key
+
+
+async def _write(
+    store: Store,
+    key: SessionKey,
+    data: ExportData,
+    chunk: int,
+    progress: Callable[[int], None] | None,
+) -> None:
+    if data.session is not None:
+        s = data.session
+        await store.create_session(
+            key,
+            name=s.get("name"),
+            parent_session_id=s.get("parent_session_id"),
+            model=s.get("model"),
+            source=s.get("source"),
+            metadata=s.get("metadata"),
+        )
+        if s.get("input_tokens") or s.get("output_tokens") or s.get("estimated_cost"):
+            await store.add_usage(
+                key,
+                int(s.get("input_tokens") or 0),
+                int(s.get("output_tokens") or 0),
+                float(s.get("estimated_cost") or 0.0),
+            )
+        if s.get("end_reason") is not None:
+            await store.update_session(key, end_reason=s["end_reason"])
+
+    # Skill unloads are replayed at the point of the conversation where they happened, so the
+    # store records the same "unloaded before" position.
+    unload_after: dict[str | None, list[dict[str, Any]]] = {}
+    for sk in data.skills:
+        if sk["unloaded"]:
+            unload_after.setdefault(sk.get("unloaded_after"), []).append(sk)
+
+    async def replay_unloads(after: str | None) -> None:
+        for sk in unload_after.get(after, []):
+            await store.set_skill_loaded(key, sk["label"], sk["key"], True)
+            await store.set_skill_loaded(key, sk["label"], sk["key"], False)
+
+    await replay_unloads(None)
+    batch: list[NewMessage] = []
+    for item in data.messages:
+        batch.append(item)
+        mid = item.message["id"]
+        if len(batch) >= chunk or mid in unload_after:
+            await store.append(key, batch)
+            if progress is not None:
+                progress(len(batch))
+            batch = []
+            await replay_unloads(mid)
+    if batch:
+        await store.append(key, batch)
+        if progress is not None:
+            progress(len(batch))
+
+    ids: dict[int, int] = {}
+    for c in data.compactions:
+        supersedes = [
+            ids[o["ref"]]
+            for o in data.compactions[: c["ref"] - 1]
+            if o["superseded_by"] == c["ref"]
+        ]
+        stored = await store.add_compaction(
+            key, summary=c["summary"], from_id=c["from"], to_id=c["to"], supersedes=supersedes
+        )
+        ids[c["ref"]] = stored.id
+    for c in data.compactions:
+        if c["reverted"]:
+            await store.revert_compaction(key, ids[c["ref"]])
+
+    for b in data.blocks:
+        sid = key.session_id if b["scope"] == "session" else None
+        await store.set_block(
+            ScopeKey(namespace=key.namespace, session_id=sid, label=b["label"]), b["content"]
+        )
+    for sk in data.skills:
+        if sk["loaded"]:
+            await store.set_skill_loaded(key, sk["label"], sk["key"], True)
+    if data.prompt is not None:
+        await store.put_prompt(key, data.prompt, overwrite=True)
