@@ -21,6 +21,15 @@ POSTGRES_URL = os.environ.get("MINDSTORE_TEST_POSTGRES_URL", "")
 REQUIRE_POSTGRES = os.environ.get("MINDSTORE_REQUIRE_POSTGRES") == "1"
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--soak",
+        action="store_true",
+        default=False,
+        help="run the reliability tests long (thousands of kills) instead of the CI size",
+    )
+
+
 def postgres_url_or_skip() -> str:
     """The test server's URL; skip (or fail when required) without one."""
     if not POSTGRES_URL:
