@@ -51,6 +51,27 @@ def test_demo_runs_and_every_section_succeeds(run: Invoke, tmp_path: Path) -> No
         "a2-regen",
     }
     assert {"u1", "a1"} <= set(search["deploy*"])
+    ctx = sections["context"]
+    if ctx["ok"]:
+        assert ctx["prompt_stable"] is True
+        assert set(ctx["tools"]) >= {
+            "set_context",
+            "search_context",
+            "load_context",
+            "unload_context",
+        }
+        assert not [r for r in ctx["results"].values() if r.startswith("Error")], ctx["results"]
+        assert "runbook-rollback" in ctx["results"]["search_context"]
+        assert "Timeline in UTC" in ctx["results"]["load_context"]
+        assert "Deploys of v42+" in ctx["memory"]
+    comp = sections["compaction"]
+    if comp["ok"]:
+        assert comp["after"] < comp["before"] == comp["stored"]
+        assert comp["summary"].strip()
+    sess = sections["sessions"]
+    if sess["ok"]:
+        assert len({sid for sid, _ in sess["hits"]}) == 2  # found in both conversations
+        assert "Black Friday" in sess["session_search"]
     # The database it leaves behind is explorable with the other commands.
     sessions = json.loads(run("--db", path, "sessions", "--json").stdout)
     assert "deploy-incident" in {s["id"] for s in sessions}

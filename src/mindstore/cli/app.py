@@ -371,8 +371,10 @@ def _tree_label(node: TreeNode, width: int) -> Text:
     label = Text.assemble(_role(node.role), " ", (node.id, "dim"), " ")
     label.append(shorten(node.preview, width), style="dim" if node.compactions else "")
     for cid in node.starts:
-        label.append(f"  ⟦compaction #{cid} starts⟧", style="magenta")
-    if node.compactions and not node.starts:
+        label.append(f"  ⟦ compaction #{cid} from here", style="magenta")
+    for cid in node.ends:
+        label.append(f"  ⟧ to here (compaction #{cid})", style="magenta")
+    if node.compactions and not node.starts and not node.ends:
         label.append("  ⟦compacted⟧", style="magenta dim")
     if node.latest_leaf:
         label.append("  ◀ latest", style="bold yellow")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.padding import Padding
 from rich.panel import Panel
 from rich.rule import Rule
 from rich.table import Table
@@ -60,6 +61,16 @@ def _text(role: str, text: str, mid: str | None = None) -> dict[str, Any]:
     return msg
 
 
+# Where each feature is defined, for builds whose top-level re-exports lag behind.
+_HOMES = {
+    "StaticProvider": "mindstore.context.providers",
+    "StoreSearchProvider": "mindstore.context.providers",
+    "FileSkillProvider": "mindstore.context.providers",
+    "create_compact_function": "mindstore.compaction.compact_function",
+    "SessionManager": "mindstore.manager",
+}
+
+
 def _feature(name: str) -> Any:
     """A public name of mindstore, or None when this build does not have it yet."""
     import mindstore
@@ -67,6 +78,10 @@ def _feature(name: str) -> Any:
     try:
         return getattr(mindstore, name)
     except (AttributeError, ImportError):
+        pass
+    try:
+        return getattr(importlib.import_module(_HOMES[name]), name)
+    except (KeyError, AttributeError, ImportError):
         return None
 
 
@@ -115,16 +130,16 @@ class Tour:
         if not hits:
             self.say(Text("    (no results)", style="dim"))
             return
-        table = Table(show_header=False, box=None, padding=(0, 1, 0, 4))
+        table = Table(show_header=False, box=None, padding=(0, 1))
         if sessions:
             table.add_column(style="blue", no_wrap=True)
         table.add_column(style="dim", no_wrap=True)
         table.add_column(no_wrap=True)
-        table.add_column()
+        table.add_column(min_width=40)
         for h in hits:
             row = [h.message_id, h.role, shorten(h.snippet, 90)]
             table.add_row(*[Text(v) for v in ([h.session_id, *row] if sessions else row)])
-        self.console.print(table)
+        self.console.print(Padding(table, (0, 0, 0, 4)))
 
     def done(self, name: str, **facts: Any) -> None:
         self.summary["sections"][name] = {"ok": True, **facts}
@@ -146,7 +161,9 @@ def _draw_tree(roots: list[TreeNode]) -> Tree:
         label = Text.assemble((node.role, "bold"), " ", (node.id, "dim"), " ")
         label.append(shorten(node.preview, 60), style="dim" if node.compactions else "")
         for cid in node.starts:
-            label.append(f"  ⟦compaction #{cid}⟧", style="magenta")
+            label.append(f"  ⟦ compaction #{cid} from here", style="magenta")
+        for cid in node.ends:
+            label.append(f"  ⟧ to here (compaction #{cid})", style="magenta")
         if node.latest_leaf:
             label.append("  ◀ latest", style="bold yellow")
         item = parent.add(label)
@@ -343,12 +360,14 @@ async def _context(tour: Tour, store: Store, workdir: Path) -> None:
         .with_context("skills", provider=skills(str(workdir / "skills")))
         .with_cached_prompt()
     )
-    tools = await s.tools()
-    # Fill the knowledge base the way an operator would: through the provider.
+    # Fill the knowledge base the way an operator would: through the provider, bound to the
+    # namespace-wide collection the session's "knowledge" block reads.
+    kb = knowledge.bind(namespace=s.namespace, session_id=s.session_id, label="knowledge")
     for key, content in KNOWLEDGE.items():
-        written = knowledge.set(key, content)
+        written = kb.set(key, content)
         if inspect.isawaitable(written):
             await written
+    tools = await s.tools()
     prompt = await s.freeze_system_prompt()
     tour.say(
         "Frozen system prompt (rendered once, reused every turn so the prefix cache stays warm):"
@@ -439,8 +458,8 @@ async def _compaction(tour: Tour, store: Store, _workdir: Path) -> None:
             "maintenance window.",
         ),
     ]
-    for role, text in followups:
-        await s.append_message(_text(role, text))
+    for i, (role, text) in enumerate(followups):
+        await s.append_message(_text(role, text, f"{role[0]}{3 + i // 2}"))
     before = await s.get_history()
     tour.say(f"The active branch now has {len(before)} messages.")
     result = await s.compact()
@@ -450,6 +469,7 @@ async def _compaction(tour: Tour, store: Store, _workdir: Path) -> None:
     after = await s.get_history()
     raw = await s.get_path_length()
     tour.history(f"get_history() after compact(): {len(after)} messages (stored: {raw})", after)
+    tour.say(Panel(Text(result.summary), title="the extractive summary", expand=False))
     comps = await s.get_compactions()
     cid = comps[-1].id
     expanded = await s.expand_compaction(cid)
@@ -490,6 +510,7 @@ async def _sessions(tour: Tour, store: Store, _workdir: Path) -> None:
                 "assistant",
                 "Scale checkout to 12 pods and keep database migrations out of the week; "
                 "the orders table migration caused last night's incident.",
+                "cap-a1",
             ),
         ],
     )

@@ -111,6 +111,8 @@ class TreeNode:
     """Active overlays covering this message."""
     starts: list[int] = field(default_factory=list)
     """Active overlays whose range starts here."""
+    ends: list[int] = field(default_factory=list)
+    """Active overlays whose range ends here."""
     children: list[TreeNode] = field(default_factory=list)
 
     def to_dict(self, parent_id: str | None) -> dict[str, Any]:
@@ -167,4 +169,5 @@ def build_tree(
             nodes[mid].compactions.append(comp.id)
         if ids:
             nodes[comp.from_message_id].starts.append(comp.id)
+            nodes[comp.to_message_id].ends.append(comp.id)
     return roots
