@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from conftest import close_test_store, open_test_store, postgres_url_or_skip
+from backends import close_test_store, open_test_store, postgres_url_or_skip
 from mindstore.context.providers import (
     FileSkillProvider,
     StaticProvider,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from conftest import close_test_store, open_test_store
+from backends import close_test_store, open_test_store
 from mindstore import ConflictError, MessageNotFoundError, Session, SessionNotFoundError
 from mindstore.errors import InvalidMessageError
 from mindstore.manager import SessionManager, format_session_search

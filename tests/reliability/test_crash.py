@@ -15,8 +15,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from conftest import drop_schema, new_schema_name, postgres_url_or_skip  # noqa: E402
-from crash_harness import run_crash_rounds  # noqa: E402
+from crash_harness import run_crash_rounds
+
+from backends import drop_schema, new_schema_name, postgres_url_or_skip
 
 
 def _kills(request: pytest.FixtureRequest) -> int:
