@@ -52,11 +52,16 @@ _EXPORTS: dict[str, str] = {
     "Session": "mindstore.session",
     # manager
     "SessionManager": "mindstore.manager",
+    # compaction
+    "CompactResult": "mindstore.compaction",
+    "create_compact_function": "mindstore.compaction",
+    "truncate_older_messages": "mindstore.compaction",
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
+    from mindstore.compaction import CompactResult, create_compact_function, truncate_older_messages
     from mindstore.errors import (
         BlockNotFoundError,
         CompactionError,
