@@ -56,12 +56,37 @@ _EXPORTS: dict[str, str] = {
     "CompactResult": "mindstore.compaction",
     "create_compact_function": "mindstore.compaction",
     "truncate_older_messages": "mindstore.compaction",
+    # context memory, prompt, tools
+    "ContextProvider": "mindstore.context",
+    "FileSkillProvider": "mindstore.context",
+    "SearchProvider": "mindstore.context",
+    "SkillProvider": "mindstore.context",
+    "StaticProvider": "mindstore.context",
+    "StoreSearchProvider": "mindstore.context",
+    "StoreSkillProvider": "mindstore.context",
+    "WritableContextProvider": "mindstore.context",
+    "ContextBlock": "mindstore.prompt",
+    "render_system_prompt": "mindstore.prompt",
+    "Tool": "mindstore.tools",
+    "ToolSet": "mindstore.tools",
+    "HuggingFaceTokenizer": "mindstore.tokens",
+    "TiktokenTokenizer": "mindstore.tokens",
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     from mindstore.compaction import CompactResult, create_compact_function, truncate_older_messages
+    from mindstore.context import (
+        ContextProvider,
+        FileSkillProvider,
+        SearchProvider,
+        SkillProvider,
+        StaticProvider,
+        StoreSearchProvider,
+        StoreSkillProvider,
+        WritableContextProvider,
+    )
     from mindstore.errors import (
         BlockNotFoundError,
         CompactionError,
@@ -79,11 +104,19 @@ if TYPE_CHECKING:
     )
     from mindstore.manager import SessionManager
     from mindstore.messages import new_message_id, validate_message
+    from mindstore.prompt import ContextBlock, render_system_prompt
     from mindstore.search import SearchResult
     from mindstore.session import MessageNode, RecentHistory, Session
     from mindstore.store import PostgresStore, SQLiteStore, open_store
     from mindstore.store.base import AUTO, UNSET, Compaction, SessionInfo, Store
-    from mindstore.tokens import Tokenizer, estimate_message_tokens, estimate_string_tokens
+    from mindstore.tokens import (
+        HuggingFaceTokenizer,
+        TiktokenTokenizer,
+        Tokenizer,
+        estimate_message_tokens,
+        estimate_string_tokens,
+    )
+    from mindstore.tools import Tool, ToolSet
 
 
 def __getattr__(name: str) -> Any:
