@@ -57,6 +57,9 @@ CREATE TABLE messages (
     UNIQUE (sid, id)
 );
 CREATE INDEX messages_by_parent ON messages (parent_seq);
+-- Path walks (seq -> parent_seq, with the budget columns) read this small covering index
+-- instead of the table b-tree, whose pages are full of message bodies.
+CREATE INDEX messages_walk ON messages (seq, parent_seq, tokens, nbytes);
 """
 
 # Why: DESIGN §5 wants stemmed words/phrases AND prefixes matched as typed (``deploym*`` finds

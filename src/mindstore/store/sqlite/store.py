@@ -77,9 +77,10 @@ import os
 import sqlite3
 import threading
 import time
+import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Literal, Self
 
@@ -114,7 +115,6 @@ from mindstore.store.sqlite.migrations import LATEST_VERSION, MIGRATIONS
 
 __all__ = ["SQLiteStore"]
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _TOOL_WEIGHT = 0.25
 _SNIPPET_TOKENS = 16
 _SESSION_FIELDS = frozenset({"name", "end_reason", "model", "source", "metadata"})
@@ -125,7 +125,9 @@ def _now_us() -> int:
 
 
 def _dt(us: int) -> datetime:
-    return _EPOCH + timedelta(microseconds=us)
+    # Exact: the double nearest us/1e6 is within 0.25 µs of it for any date before 2200, and
+    # fromtimestamp rounds to the nearest microsecond. ~30% faster than epoch + timedelta.
+    return datetime.fromtimestamp(us / 1_000_000, UTC)
 
 
 def _check_name(value: Any, field: str) -> str:
@@ -209,16 +211,51 @@ def match_sql(query: ParsedQuery) -> tuple[str | None, str | None]:
     return (" AND ".join(stem) or None, " AND ".join(raw) or None)
 
 
-def _message_row(row: Sequence[Any], parent_id: str | None) -> StoredMessage:
-    return StoredMessage(
-        id=row[1],
-        parent_id=parent_id,
-        message=json.loads(row[3]),
-        created_at=_EPOCH + timedelta(microseconds=row[4]),
-        seq=row[0],
-        tokens=row[5],
-        nbytes=row[6],
+def _stored_message_factory() -> Callable[..., StoredMessage]:
+    """A fast constructor for :class:`StoredMessage` (path reads build thousands of them).
+
+    The dataclass is frozen with slots; its generated ``__init__`` goes through
+    ``object.__setattr__`` per field, which costs about as much as decoding a small message.
+    Setting the slots through their member descriptors is ~3x faster and produces an identical
+    object. Falls back to the normal constructor if the class ever stops using slots.
+    """
+    names = ("id", "parent_id", "message", "created_at", "seq", "tokens", "nbytes")
+    setters = [StoredMessage.__dict__.get(n) for n in names]
+    if not all(isinstance(d, types.MemberDescriptorType) for d in setters):
+        return lambda *a: StoredMessage(**dict(zip(names, a, strict=True)))
+    new = object.__new__
+    s_id, s_parent, s_msg, s_created, s_seq, s_tokens, s_nbytes = (
+        d.__set__  # type: ignore[union-attr]
+        for d in setters
     )
+
+    def make(
+        id: str,
+        parent_id: str | None,
+        message: dict[str, Any],
+        created_at: datetime,
+        seq: int,
+        tokens: int,
+        nbytes: int,
+    ) -> StoredMessage:
+        obj = new(StoredMessage)
+        s_id(obj, id)
+        s_parent(obj, parent_id)
+        s_msg(obj, message)
+        s_created(obj, created_at)
+        s_seq(obj, seq)
+        s_tokens(obj, tokens)
+        s_nbytes(obj, nbytes)
+        return obj
+
+    return make
+
+
+_make_stored = _stored_message_factory()
+
+
+def _message_row(row: Sequence[Any], parent_id: str | None) -> StoredMessage:
+    return _make_stored(row[1], parent_id, json.loads(row[3]), _dt(row[4]), row[0], row[5], row[6])
 
 
 # seq, id, parent id, content, created_us, tokens, nbytes
@@ -227,22 +264,26 @@ _MSG_SELECT = (
     "FROM messages m LEFT JOIN messages p ON p.seq = m.parent_seq "
 )
 
-# Walk from a message to its root; rows come out leaf-first (the CTE queue is FIFO).
+# Walk from a message to its root; rows come out leaf-first (the CTE queue is FIFO). The walk
+# carries only seq/parent_seq; bodies are joined afterwards (copying content through the CTE
+# queue cost ~30% more). ``{limit}`` is "" or " LIMIT n": a LIMIT inside a recursive CTE stops
+# the walk itself after n rows.
 _PATH_SQL = (
-    "WITH RECURSIVE up(seq, parent_seq, id, content, created_us, tokens, nbytes) AS ("
-    " SELECT seq, parent_seq, id, content, created_us, tokens, nbytes FROM messages WHERE seq = ?"
+    "WITH RECURSIVE up(seq, parent_seq) AS ("
+    " SELECT seq, parent_seq FROM messages WHERE seq = ?"
     " UNION ALL"
-    " SELECT m.seq, m.parent_seq, m.id, m.content, m.created_us, m.tokens, m.nbytes"
-    " FROM up JOIN messages m ON m.seq = up.parent_seq"
-    ") SELECT seq, id, parent_seq, content, created_us, tokens, nbytes FROM up"
+    " SELECT m.seq, m.parent_seq FROM up JOIN messages m INDEXED BY messages_walk"
+    " ON m.seq = up.parent_seq{limit}"
+    ") SELECT m.seq, m.id, m.parent_seq, m.content, m.created_us, m.tokens, m.nbytes"
+    " FROM up CROSS JOIN messages m ON m.seq = up.seq"
 )
 
 _PATH_SIZES_SQL = (
     "WITH RECURSIVE up(seq, parent_seq, tokens, nbytes) AS ("
     " SELECT seq, parent_seq, tokens, nbytes FROM messages WHERE seq = ?"
     " UNION ALL"
-    " SELECT m.seq, m.parent_seq, m.tokens, m.nbytes FROM up JOIN messages m"
-    " ON m.seq = up.parent_seq"
+    " SELECT m.seq, m.parent_seq, m.tokens, m.nbytes FROM up"
+    " JOIN messages m INDEXED BY messages_walk ON m.seq = up.parent_seq"
     ") SELECT tokens, nbytes FROM up"
 )
 
@@ -250,7 +291,8 @@ _PATH_COUNT_SQL = (
     "WITH RECURSIVE up(parent_seq) AS ("
     " SELECT parent_seq FROM messages WHERE seq = ?"
     " UNION ALL"
-    " SELECT m.parent_seq FROM up JOIN messages m ON m.seq = up.parent_seq"
+    " SELECT m.parent_seq FROM up JOIN messages m INDEXED BY messages_walk"
+    " ON m.seq = up.parent_seq"
     ") SELECT count(*) FROM up"
 )
 
@@ -663,7 +705,7 @@ class SQLiteStore:
         self, conn: sqlite3.Connection, seq: int, limit: int | None
     ) -> list[StoredMessage]:
         """Rows from ``seq`` up to the root (or ``limit`` rows), returned root-most first."""
-        sql = _PATH_SQL if limit is None else _PATH_SQL + f" LIMIT {int(limit)}"
+        sql = _PATH_SQL.format(limit="" if limit is None else f" LIMIT {int(limit)}")
         rows = conn.execute(sql, (seq,)).fetchall()
         rows.reverse()
         if not rows:
@@ -676,17 +718,11 @@ class SQLiteStore:
         out: list[StoredMessage] = []
         parent_id = top_parent
         loads = json.loads
+        make = _make_stored
+        fromts = datetime.fromtimestamp
         for r in rows:
             out.append(
-                StoredMessage(
-                    id=r[1],
-                    parent_id=parent_id,
-                    message=loads(r[3]),
-                    created_at=_EPOCH + timedelta(microseconds=r[4]),
-                    seq=r[0],
-                    tokens=r[5],
-                    nbytes=r[6],
-                )
+                make(r[1], parent_id, loads(r[3]), fromts(r[4] / 1_000_000, UTC), r[0], r[5], r[6])
             )
             parent_id = r[1]
         return out
