@@ -1,0 +1,41 @@
+"""Meta test: the README's Quickstart code block runs as written."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def quickstart_code() -> str:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Quickstart", 1)
+    assert len(section) == 2, "README.md has no '## Quickstart' section"
+    match = re.search(r"```python\n(.*?)```", section[1], flags=re.DOTALL)
+    assert match, "the Quickstart section has no ```python block"
+    return match.group(1)
+
+
+def test_readme_quickstart_runs_as_written(tmp_path: Path) -> None:
+    code = quickstart_code()
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[:2] == ["user Deploy status?", "assistant Deployment is green."], proc.stdout
+    assert "'u1'" in lines[2]  # deploy* finds both messages; u1 among them
+    assert list(tmp_path.glob("*.db")), "the quickstart should leave its SQLite file in the cwd"
+
+
+def test_readme_keeps_the_two_setup_commands() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert ".venv/bin/mindstore demo" in readme
+    assert ".venv/bin/python -m pytest" in readme
