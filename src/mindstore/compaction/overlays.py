@@ -141,21 +141,20 @@ def apply_overlays(
     Messages outside any overlay are returned as the same objects (not copied); the input list
     is not modified.
     """
-    out: list[dict[str, Any]] = [m if isinstance(m, dict) else dict(m) for m in messages]
-    chosen = resolve_overlays(
-        [str(m.get("id")) for m in messages] if compactions else [],
-        compactions,
-        partial_start=partial_start,
-    )
-    if not chosen:
-        return out[start:]
+    if not compactions:
+        return [m if isinstance(m, dict) else dict(m) for m in messages[start:]]
+    chosen = resolve_overlays([m["id"] for m in messages], compactions, partial_start=partial_start)
     result: list[dict[str, Any]] = []
     cursor = start
     for c, first, last in chosen:
         if last < start:
             continue
-        result.extend(out[cursor:first])
+        result.extend(_as_dicts(messages[cursor:first]))
         result.append(compaction_message(c))
         cursor = max(cursor, last + 1)
-    result.extend(out[cursor:])
+    result.extend(_as_dicts(messages[cursor:]))
     return result
+
+
+def _as_dicts(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [m if isinstance(m, dict) else dict(m) for m in messages]
