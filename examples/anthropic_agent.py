@@ -24,8 +24,7 @@ from typing import Any
 
 from anthropic import AsyncAnthropic
 
-from mindstore import Session, SQLiteStore
-from mindstore.context.providers import StaticProvider, StoreSearchProvider
+from mindstore import Session, SQLiteStore, StaticProvider, StoreSearchProvider
 from mindstore.formats import from_anthropic, to_anthropic
 from mindstore.messages import is_tool_part, tool_name
 
