@@ -262,3 +262,23 @@ def test_bad_url_and_not_a_database(run: Invoke, tmp_path: Path) -> None:
     assert len(bad.stderr.strip().splitlines()) == 1
     directory = run("--db", tmp_path, "stats")
     assert directory.exit_code == 1 and "directory" in directory.stderr
+
+
+def test_unreachable_postgres_is_one_line(run: Invoke) -> None:
+    result = run("--db", "postgresql://postgres@127.0.0.1:1/none", "sessions")
+    assert result.exit_code == 1
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.output
+
+
+def test_sessions_limit_zero_pages_through_all(run: Invoke, tmp_path: Path) -> None:
+    path = tmp_path / "many.db"
+
+    async def build() -> None:
+        async with SQLiteStore(path) as store:
+            for i in range(230):
+                await store.create_session(SessionKey(namespace="default", session_id=f"s{i:03}"))
+
+    asyncio.run(build())
+    data = json.loads(run("--db", path, "sessions", "--limit", "0", "--json").stdout)
+    assert len(data) == 230 == len({s["id"] for s in data})

@@ -78,7 +78,8 @@ class _Group(click.Group):
             os.dup2(devnull, sys.stdout.fileno())
             raise click.exceptions.Exit(1) from None
         except MindstoreError as exc:
-            raise CliError(str(exc)) from None
+            # Driver messages can span lines; the contract is one line on stderr.
+            raise CliError(" ".join(str(exc).split())) from None
         except sqlite3.Error as exc:
             raise CliError(f"database error: {exc}") from None
         except OSError as exc:
