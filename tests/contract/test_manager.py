@@ -417,6 +417,15 @@ async def test_fork_in_the_middle_keeps_ids_and_overlays(store: Store) -> None:
     assert await s.get_message("f7") is None
     assert (await m.get(src)).message_count == 10  # type: ignore[union-attr]
 
+    # loaded-skill state comes along (a later load/unload in the fork is the fork's own)
+    await store.set_skill_loaded(s.key, "skills", "api", True)
+    await store.set_skill_loaded(s.key, "skills", "old", True)
+    await store.set_skill_loaded(s.key, "skills", "old", False)
+    second = m.session((await m.fork(src, "m6", "with skills")).id)
+    states = {(x.label, x.key): x.loaded for x in await store.get_skill_states(second.key)}
+    assert states == {("skills", "api"): True, ("skills", "old"): False}
+    assert [x["parts"] for x in await second.get_history()] == [x["parts"] for x in history[:4]]
+
     n_sessions = len(await m.list())
     with pytest.raises(MessageNotFoundError):
         await m.fork(src, "nope", "bad")
