@@ -543,3 +543,50 @@ def test_from_rejects_non_dicts() -> None:
         from_anthropic({"content": 3})
     with pytest.raises(InvalidMessageError, match="choice"):
         from_openai_chat({"choices": []})
+
+
+DYNAMIC_PARTS: list[dict[str, Any]] = [
+    {"type": "text", "text": "Using MCP."},
+    {
+        "type": "dynamic-tool",
+        "toolName": "mcp_search",
+        "toolCallId": "d1",
+        "state": "input-available",
+        "input": {"q": "x"},
+    },
+]
+
+
+def test_round_trip_dynamic_tool_parts_in_every_format() -> None:
+    msg = assistant(*DYNAMIC_PARTS)
+    chat = to_openai_chat([msg], pending="stub")[0]
+    assert from_openai_chat(chat, dynamic=True)["parts"] == DYNAMIC_PARTS
+    items = to_openai_responses([msg], pending="stub")[:-1]
+    assert from_openai_responses(items, dynamic=True)["parts"] == DYNAMIC_PARTS
+    _, msgs = to_anthropic([user("go"), msg], pending="stub")
+    assert from_anthropic(msgs[1], dynamic=True)["parts"] == DYNAMIC_PARTS
+
+
+def test_from_openai_chat_skips_empty_content_next_to_tool_calls() -> None:
+    reply = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": ""}}],
+    }
+    assert from_openai_chat(reply)["parts"] == [
+        {"type": "tool-f", "toolCallId": "c", "state": "input-available", "input": {}}
+    ]
+
+
+def test_from_openai_responses_reads_refusals_and_skips_builtin_tool_items() -> None:
+    items = [
+        {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "refusal", "refusal": "I can't help with that."}],
+        },
+    ]
+    assert from_openai_responses(items)["parts"] == [
+        {"type": "text", "text": "I can't help with that."}
+    ]

@@ -72,7 +72,7 @@ RESULT_STATES = frozenset({"output-available", "output-error", "output-denied"})
 
 @dataclass(slots=True)
 class Call:
-    """A tool call to send: id, tool name, JSON input, and whether the part was dynamic."""
+    """A tool call to send: id, tool name, JSON input, and the part it came from."""
 
     id: str
     name: str

@@ -198,7 +198,7 @@ def from_openai_chat(
             parts.append({"type": "reasoning", "text": reasoning})
             break
     content = msg.get("content")
-    if isinstance(content, str):
+    if isinstance(content, str) and content:
         parts.append({"type": "text", "text": content})
     elif isinstance(content, list):
         for c in content:
