@@ -1,0 +1,1641 @@
+"""PostgresStore: the shared backend — many agent workers on many machines, one PostgreSQL.
+
+Behaviour and invariants
+========================
+
+* **Opening.** ``await PostgresStore.open(dsn, schema=None, min_size=1, max_size=10)`` first
+  migrates on a dedicated connection: one transaction that takes ``pg_advisory_xact_lock`` keyed
+  by the schema, creates the schema if needed, reads the one-row ``mindstore_schema`` version,
+  refuses a newer one with :class:`~mindstore.errors.SchemaVersionError` (rolled back: the
+  database is untouched) and applies pending migrations (:mod:`.migrations`). Two workers
+  opening at once serialise on the lock and both succeed. Then a psycopg
+  ``AsyncConnectionPool`` is opened whose connections run in autocommit mode with
+  ``search_path`` set to the schema, ``TimeZone=UTC`` and ``client_min_messages=warning``.
+* **Transactions.** Every write method is exactly one transaction (``BEGIN … COMMIT`` on one
+  pooled connection); any exception inside rolls back, so a failed call — including a
+  connection lost mid-way — changes nothing. Reads that are one statement run without an
+  explicit transaction (one statement is one snapshot).
+* **Per-session serialisation.** Every append first upserts the session's ``sessions`` row
+  with ``INSERT … ON CONFLICT DO UPDATE`` — which takes that row's lock — and then reads the
+  latest-leaf pointer, inserts and moves the pointer while holding it. Concurrent appenders to
+  one session (any process, any machine) therefore queue on one row lock and form one chain;
+  appenders to different sessions lock different rows and do not wait for each other.
+  ``delete``/``clear`` take the same lock. ``update_block`` locks the block row
+  (``INSERT … ON CONFLICT DO NOTHING`` then ``SELECT … FOR UPDATE``) around the caller's
+  function; ``add_usage`` is one atomic ``UPDATE``-by-upsert.
+* **Errors.** ``psycopg.Error`` (pool timeouts included) becomes
+  :class:`~mindstore.errors.StoreError` with the original on ``__cause__``, in one place
+  (:meth:`PostgresStore._write` / :meth:`PostgresStore._read`). Bad arguments raise
+  ``ValueError``/``TypeError`` subclasses before any I/O.
+* **Server restarts.** Connections idle in the pool die with the server. A write whose
+  ``BEGIN`` fails on such a dead connection (nothing was sent yet) is retried on another
+  connection, as is any read; an operation that was in flight when the server went away fails
+  with StoreError and, being one transaction, left nothing behind. The pool replaces dead
+  connections, so later calls succeed once the server is back.
+
+Schema (see :mod:`.migrations`)
+===============================
+
+The same shape as the SQLite backend: ``sessions`` (registry row + ``leaf_seq`` pointer +
+``message_count``), ``messages`` (``seq`` identity, ``parent_seq``, ``UNIQUE(sid, id)``, content
+as TEXT JSON, ``tokens``, ``nbytes``, ``created_at``, search columns), ``compactions``,
+``blocks``/``entries`` keyed by (namespace, scope, label[, key]) with scope ``''`` for
+namespace-wide, ``prompts``, ``skill_states``. Paths are recursive CTEs over ``parent_seq``
+(no depth limit).
+
+Search: see :mod:`.fts` — one tsvector per row with Porter-stemmed and simple (as typed)
+lexemes, a tsquery built from parsed tokens only, ``ts_rank`` (length-normalised) ordering,
+ties by ``seq`` descending, ``ts_headline`` snippets marking matches with ``[`` ``]``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, Self, TypeVar
+
+from mindstore.errors import (
+    CompactionError,
+    ConflictError,
+    InvalidKeyError,
+    InvalidMessageError,
+    MessageNotFoundError,
+    MissingDependencyError,
+    SchemaVersionError,
+    SessionNotFoundError,
+    StoreError,
+)
+from mindstore.messages import dumps
+from mindstore.search import ParsedQuery, SearchResult, index_text
+from mindstore.store.base import (
+    AUTO,
+    UNSET,
+    Compaction,
+    Entry,
+    EntryHit,
+    NewMessage,
+    PathWindow,
+    ScopeKey,
+    SessionInfo,
+    SessionKey,
+    SkillState,
+    StoredMessage,
+    _Sentinel,
+)
+from mindstore.store.postgres.fts import index_tokens, tsquery_sql, tsvector_sql
+from mindstore.store.postgres.migrations import LATEST_VERSION, MIGRATIONS, SCHEMA_TABLE_SQL
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+    from psycopg_pool import AsyncConnectionPool
+
+    Conn = AsyncConnection[tuple[Any, ...]]
+
+try:
+    import psycopg
+    from psycopg import sql as pgsql
+except ImportError:  # pragma: no cover - exercised by the missing-extra meta test
+    psycopg = None  # type: ignore[assignment]
+    pgsql = None  # type: ignore[assignment]
+
+__all__ = ["PostgresStore"]
+
+T = TypeVar("T")
+
+_SESSION_FIELDS = frozenset({"name", "end_reason", "model", "source", "metadata"})
+_SNIPPET_CHARS: Final = 100_000
+_HEADLINE_OPTIONS: Final = (
+    "StartSel=[, StopSel=], MaxWords=16, MinWords=5, ShortWord=2, "
+    'MaxFragments=1, FragmentDelimiter=" … "'
+)
+_RANK_NORMALIZATION: Final = 1  # divide by 1 + log(document length), like BM25's length term
+
+
+# ---- argument checks (before any I/O) ---------------------------------------------------------
+def _check_name(value: Any, field: str) -> str:
+    if not isinstance(value, str) or not value or len(value) > 256 or "\x00" in value:
+        raise ValueError(f"{field} must be a non-empty string of at most 256 characters")
+    return value
+
+
+def _check_key(key: Any) -> SessionKey:
+    if not isinstance(key, SessionKey):
+        raise TypeError(f"expected a SessionKey, got {type(key).__name__}")
+    _check_name(key.namespace, "namespace")
+    _check_name(key.session_id, "session_id")
+    return key
+
+
+def _check_scope(key: Any) -> tuple[str, str, str]:
+    if not isinstance(key, ScopeKey):
+        raise TypeError(f"expected a ScopeKey, got {type(key).__name__}")
+    _check_name(key.namespace, "namespace")
+    if key.session_id is not None:
+        _check_name(key.session_id, "session_id")
+    _check_name(key.label, "label")
+    return key.namespace, key.session_id or "", key.label
+
+
+def _check_id(value: Any, field: str = "message id") -> str:
+    if not isinstance(value, str) or not value or len(value) > 256 or "\x00" in value:
+        raise InvalidMessageError(
+            f"{field} must be a non-empty string of at most 256 characters, got {value!r:.80}"
+        )
+    return value
+
+
+def _check_entry_key(value: Any) -> str:
+    if not isinstance(value, str) or not value or len(value) > 512 or "\x00" in value:
+        raise InvalidKeyError(
+            f"entry key must be a non-empty string of at most 512 characters, got {value!r:.80}"
+        )
+    return value
+
+
+def _check_text(value: Any, field: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{field} must be a string, got {type(value).__name__}")
+    if "\x00" in value:
+        raise ValueError(f"{field} must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"{field} contains a lone surrogate; strings must be valid Unicode"
+        ) from None
+    return value
+
+
+def _check_int(value: Any, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{field} must be an integer, got {type(value).__name__}")
+    return value
+
+
+def _check_query(query: Any) -> ParsedQuery:
+    if not isinstance(query, ParsedQuery):
+        raise TypeError(
+            f"query must be a ParsedQuery (use mindstore.search.parse_query), "
+            f"got {type(query).__name__}"
+        )
+    return query
+
+
+def _metadata_json(metadata: Any) -> str | None:
+    if metadata is None:
+        return None
+    if not isinstance(metadata, Mapping):
+        raise TypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
+    try:
+        text = json.dumps(dict(metadata), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"metadata must be JSON-serialisable: {e}") from e
+    return _check_text(text, "metadata")
+
+
+def _not_found(key: SessionKey, message_id: str) -> MessageNotFoundError:
+    return MessageNotFoundError(
+        f"no message {message_id!r} in session {key.session_id!r} (namespace {key.namespace!r})"
+    )
+
+
+# ---- SQL ---------------------------------------------------------------------------------------
+_MSG_COLS = "m.seq, m.id, p.id, m.content, m.created_at, m.tokens, m.nbytes"
+_MSG_FROM = "messages m LEFT JOIN messages p ON p.seq = m.parent_seq "
+_SESSION_SEQ = "(SELECT leaf_seq FROM sessions WHERE namespace = %s AND session_id = %s)"
+_MESSAGE_SEQ = (
+    "(SELECT x.seq FROM messages x JOIN sessions xs ON xs.sid = x.sid "
+    "WHERE xs.namespace = %s AND xs.session_id = %s AND x.id = %s)"
+)
+
+# Walk from a message to its root; ``depth`` 0 is the leaf. Each step is a LATERAL primary-key
+# lookup: with a plain join the planner, working from stale statistics on a freshly filled table,
+# may pick a hash join that scans the whole table once per level (quadratic).
+_STEP = (
+    "FROM up CROSS JOIN LATERAL (SELECT * FROM messages x WHERE x.seq = up.parent_seq LIMIT 1) m"
+)
+_PATH_SQL = (
+    "WITH RECURSIVE up(depth, seq, parent_seq, id, content, created_at, tokens, nbytes) AS ("
+    " SELECT 0, seq, parent_seq, id, content, created_at, tokens, nbytes"
+    " FROM messages WHERE seq = {leaf}"
+    " UNION ALL"
+    " SELECT up.depth + 1, m.seq, m.parent_seq, m.id, m.content, m.created_at, m.tokens, m.nbytes"
+    f" {_STEP}"
+    ") SELECT depth, seq, id, content, created_at, tokens, nbytes FROM up"
+)
+
+_PATH_COUNT_SQL = (
+    "WITH RECURSIVE up(parent_seq) AS ("
+    " SELECT parent_seq FROM messages WHERE seq = {leaf}"
+    " UNION ALL"
+    f" SELECT m.parent_seq {_STEP}"
+    ") SELECT count(*) FROM up"
+)
+
+# Sizes of the whole path (no bodies), then bodies for the rows of the window only.
+_WINDOW_SQL = (
+    "WITH RECURSIVE up(depth, seq, parent_seq, tokens, nbytes) AS ("
+    " SELECT 0, seq, parent_seq, tokens, nbytes FROM messages WHERE seq = {leaf}"
+    " UNION ALL"
+    " SELECT up.depth + 1, m.seq, m.parent_seq, m.tokens, m.nbytes"
+    f" {_STEP}"
+    "), w AS ("
+    " SELECT depth, seq,"
+    " sum(tokens) OVER (ORDER BY depth) AS ct, sum(nbytes) OVER (ORDER BY depth) AS cb,"
+    " sum(tokens) OVER () AS tt, sum(nbytes) OVER () AS tb, count(*) OVER () AS n"
+    " FROM up"
+    f") SELECT w.depth, w.tt, w.tb, w.n, {_MSG_COLS} FROM w JOIN {_MSG_FROM}"
+    "ON m.seq = w.seq WHERE w.depth < %s{budget}"
+)
+
+_SESSION_COLS = (
+    "session_id, name, parent_session_id, model, source, metadata, input_tokens, "
+    "output_tokens, estimated_cost, end_reason, created_at, updated_at, message_count"
+)
+
+_COMPACTION_COLS = "id, from_id, to_id, summary, created_at, superseded_by, reverted"
+
+_MESSAGE_TSV = tsvector_sql("%(itext)s", "%(itool)s")
+
+# Upsert the sessions row, which locks it until the end of the transaction.
+_LOCK_SESSION_SQL = (
+    "INSERT INTO sessions (namespace, session_id) VALUES (%s, %s) "
+    "ON CONFLICT (namespace, session_id) DO UPDATE SET leaf_seq = sessions.leaf_seq "
+    "RETURNING sid, leaf_seq"
+)
+
+# Insert one message and, if it was new, move the leaf pointer — one round trip.
+_INSERT_ONE_SQL = (
+    "WITH ins AS ("
+    " INSERT INTO messages (sid, id, parent_seq, role, content, tokens, nbytes, text, tool_text,"
+    " tsv) VALUES (%(sid)s, %(id)s, %(parent)s, %(role)s, %(content)s, %(tokens)s, %(nbytes)s,"
+    " %(text)s, %(tool)s, " + _MESSAGE_TSV + ")"
+    " ON CONFLICT (sid, id) DO NOTHING RETURNING seq"
+    ") UPDATE sessions SET leaf_seq = ins.seq, message_count = message_count + 1,"
+    " updated_at = clock_timestamp() FROM ins WHERE sessions.sid = %(sid)s RETURNING ins.seq"
+)
+
+_INSERT_MANY_SQL = (
+    "INSERT INTO messages (seq, sid, id, parent_seq, role, content, tokens, nbytes, text,"
+    " tool_text, tsv) "
+    "SELECT u.seq, %(sid)s, u.id, u.parent, u.role, u.content, u.tokens, u.nbytes, u.text,"
+    " u.tool, " + tsvector_sql("u.itext", "u.itool") + " FROM unnest("
+    "%(seqs)s::bigint[], %(ids)s::text[], %(parents)s::bigint[], %(roles)s::text[],"
+    " %(contents)s::text[], %(tokens)s::int[], %(nbytes)s::int[], %(texts)s::text[],"
+    " %(tools)s::text[], %(itexts)s::text[], %(itools)s::text[]"
+    ") WITH ORDINALITY AS u(seq, id, parent, role, content, tokens, nbytes, text, tool, itext,"
+    " itool, ord) ORDER BY u.ord"
+)
+
+_ENTRY_TSV = tsvector_sql("%(imain)s", "%(idesc)s")
+
+
+def _message(row: Sequence[Any]) -> StoredMessage:
+    """Row of ``_MSG_COLS`` → StoredMessage."""
+    return StoredMessage(
+        id=row[1],
+        parent_id=row[2],
+        message=json.loads(row[3]),
+        created_at=row[4],
+        seq=row[0],
+        tokens=row[5],
+        nbytes=row[6],
+    )
+
+
+def _session_info(row: Sequence[Any]) -> SessionInfo:
+    return SessionInfo(
+        id=row[0],
+        name=row[1],
+        parent_session_id=row[2],
+        model=row[3],
+        source=row[4],
+        metadata=json.loads(row[5]) if row[5] is not None else None,
+        input_tokens=row[6],
+        output_tokens=row[7],
+        estimated_cost=row[8],
+        end_reason=row[9],
+        created_at=row[10],
+        updated_at=row[11],
+        message_count=row[12],
+    )
+
+
+def _compaction(row: Sequence[Any]) -> Compaction:
+    return Compaction(
+        id=row[0],
+        from_message_id=row[1],
+        to_message_id=row[2],
+        summary=row[3],
+        created_at=row[4],
+        superseded_by=row[5],
+        reverted=bool(row[6]),
+    )
+
+
+class _Prepared:
+    """A message ready to insert: serialised once, outside the transaction."""
+
+    __slots__ = ("content", "id", "item", "itext", "itool", "nbytes", "role", "text", "tool")
+
+    def __init__(self, item: NewMessage) -> None:
+        if not isinstance(item, NewMessage):
+            raise TypeError(f"append takes NewMessage items, got {type(item).__name__}")
+        msg = item.message
+        if not isinstance(msg, dict):
+            raise InvalidMessageError("NewMessage.message must be a validated message dict")
+        self.id = _check_id(msg.get("id"), "message.id")
+        role = msg.get("role")
+        if not isinstance(role, str):
+            raise InvalidMessageError("message.role must be a string")
+        self.role = role
+        parent = item.parent
+        if isinstance(parent, str):
+            _check_id(parent, "parent_id")
+        elif parent is not None and parent is not AUTO:
+            raise TypeError("parent must be a message id, None (new root) or AUTO")
+        _check_int(item.tokens, "NewMessage.tokens")
+        self.item = item
+        self.content, self.nbytes = _serialise(msg, self.id)
+        self.text, self.tool = index_text(msg)
+        self.itext, self.itool = index_tokens(self.text, self.tool)
+
+
+def _serialise(msg: dict[str, Any], mid: str) -> tuple[str, int]:
+    try:
+        content = dumps(msg)
+    except (TypeError, ValueError) as e:
+        raise InvalidMessageError(f"message {mid!r} is not JSON-serialisable: {e}") from e
+    # json.dumps escapes control characters, so the text holds no NUL for PostgreSQL to reject.
+    return content, len(content.encode("utf-8"))
+
+
+class PostgresStore:
+    """The PostgreSQL backend of the :class:`~mindstore.store.base.Store` protocol.
+
+    Create with :meth:`open` (it migrates and opens the pool); close with :meth:`aclose` or use
+    ``async with``.
+    """
+
+    def __init__(self, pool: AsyncConnectionPool[Any], *, schema: str | None, dsn: str) -> None:
+        """Use :meth:`PostgresStore.open`."""
+        self._pool = pool
+        self._schema = schema
+        self._dsn = dsn
+        self._closed = False
+        self._retries = max(2, (pool.max_size or 1) + 1)
+
+    def __repr__(self) -> str:
+        schema = f", schema={self._schema!r}" if self._schema else ""
+        return f"PostgresStore({_redact(self._dsn)!r}{schema})"
+
+    @property
+    def schema(self) -> str | None:
+        """The schema holding the tables (None: the server's default search_path)."""
+        return self._schema
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    @classmethod
+    async def open(
+        cls,
+        dsn: str,
+        *,
+        schema: str | None = None,
+        min_size: int = 1,
+        max_size: int = 10,
+        connect_timeout: float = 30.0,
+    ) -> PostgresStore:
+        """Migrate the database (under an advisory lock) and open a connection pool.
+
+        Args:
+            dsn: a libpq connection string or ``postgresql://`` URL.
+            schema: put every table in this schema (created if missing); None uses the
+                server's default ``search_path`` (normally ``public``).
+            min_size: connections the pool keeps open.
+            max_size: most connections the pool opens.
+            connect_timeout: seconds to wait for a connection (at open and for each call)
+                before raising StoreError.
+
+        Raises:
+            MissingDependencyError: psycopg is missing (``pip install 'mindstore[postgres]'``).
+            SchemaVersionError: the database was written by a newer mindstore; nothing changed.
+            StoreError: the server cannot be reached or the migration failed.
+        """
+        if psycopg is None:
+            raise MissingDependencyError("psycopg", "postgres")
+        try:
+            from psycopg_pool import AsyncConnectionPool
+        except ImportError as e:  # pragma: no cover - psycopg without psycopg_pool
+            raise MissingDependencyError("psycopg_pool", "postgres") from e
+        if not isinstance(dsn, str):
+            raise TypeError(f"dsn must be a string, got {type(dsn).__name__}")
+        if schema is not None:
+            _check_name(schema, "schema")
+        if not isinstance(min_size, int) or not isinstance(max_size, int):
+            raise TypeError("min_size and max_size must be integers")
+        if min_size < 0 or max_size < max(1, min_size):
+            raise ValueError("need 0 <= min_size <= max_size and max_size >= 1")
+
+        await _migrate(dsn, schema, connect_timeout)
+
+        async def configure(conn: Conn) -> None:
+            if schema is not None:
+                await conn.execute(
+                    pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(schema))
+                )
+            await conn.execute("SET TIME ZONE 'UTC'")
+            # to_tsquery NOTICEs about stop words are expected, not news.
+            await conn.execute("SET client_min_messages TO warning")
+
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            dsn,
+            min_size=min_size,
+            max_size=max_size,
+            kwargs={"autocommit": True},
+            configure=configure,
+            timeout=connect_timeout,
+            open=False,
+            name="mindstore",
+        )
+        try:
+            await pool.open(wait=True, timeout=connect_timeout)
+        except psycopg.Error as e:
+            await pool.close()
+            raise StoreError(f"cannot connect to PostgreSQL at {_redact(dsn)}: {e}") from e
+        return cls(pool, schema=schema, dsn=dsn)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the pool. Idempotent; later calls raise StoreError."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._pool.close()
+
+    # ---- the one place driver errors are translated ------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"{self!r} is closed; open a new store")
+
+    async def _write(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
+        """Run ``fn`` in one transaction. A dead pooled connection found at BEGIN (nothing sent
+        yet) is replaced and the call retried; any other driver failure → StoreError."""
+        self._check_open()
+        attempt = 0
+        while True:
+            attempt += 1
+            begun = False
+            try:
+                async with self._pool.connection() as conn, conn.transaction():
+                    begun = True
+                    return await fn(conn)
+            except psycopg.Error as e:
+                if not begun and attempt < self._retries and _is_disconnect(e):
+                    continue
+                raise _store_error(e) from e
+
+    async def _read(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
+        """Run a read (autocommit; one statement is one snapshot). Reads are idempotent, so a
+        dead connection is replaced and the read retried."""
+        self._check_open()
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                async with self._pool.connection() as conn:
+                    return await fn(conn)
+            except psycopg.Error as e:
+                if attempt < self._retries and _is_disconnect(e):
+                    continue
+                raise _store_error(e) from e
+
+    async def _fetchone(self, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> Any:
+        async def run(conn: Conn) -> Any:
+            cur = await conn.execute(sql, params)
+            return await cur.fetchone()
+
+        return await self._read(run)
+
+    async def _fetchall(
+        self, sql: str, params: Sequence[Any] | Mapping[str, Any]
+    ) -> list[tuple[Any, ...]]:
+        async def run(conn: Conn) -> list[tuple[Any, ...]]:
+            cur = await conn.execute(sql, params)
+            return await cur.fetchall()
+
+        return await self._read(run)
+
+    # ---- messages ----------------------------------------------------------------------------
+    async def append(
+        self,
+        key: SessionKey,
+        items: Sequence[NewMessage],
+        *,
+        expected_leaf: str | _Sentinel | None = UNSET,
+    ) -> list[bool]:
+        """See :meth:`mindstore.store.base.Store.append` and the module docstring."""
+        _check_key(key)
+        prepared = [_Prepared(item) for item in items]
+        if expected_leaf is not UNSET and expected_leaf is not None:
+            _check_id(expected_leaf, "expected_leaf")
+        if not prepared and expected_leaf is UNSET:
+            return []
+
+        async def run(conn: Conn) -> list[bool]:
+            cur = await conn.execute(_LOCK_SESSION_SQL, (key.namespace, key.session_id))
+            row = await cur.fetchone()
+            assert row is not None
+            sid, leaf = row
+            if expected_leaf is not UNSET:
+                current = None
+                if leaf is not None:
+                    cur = await conn.execute("SELECT id FROM messages WHERE seq = %s", (leaf,))
+                    r = await cur.fetchone()
+                    current = r[0] if r is not None else None
+                if current != expected_leaf:
+                    raise ConflictError(
+                        f"expected the latest leaf of session {key.session_id!r} to be "
+                        f"{expected_leaf!r} but it is {current!r}: re-read the history and retry"
+                    )
+            if len(prepared) == 1:
+                return [await self._insert_one(conn, key, sid, leaf, prepared[0])]
+            return await self._insert_many(conn, key, sid, leaf, prepared)
+
+        return await self._write(run)
+
+    async def _insert_one(
+        self, conn: Conn, key: SessionKey, sid: int, leaf: int | None, p: _Prepared
+    ) -> bool:
+        parent = p.item.parent
+        if parent is AUTO:
+            parent_seq = leaf
+        elif parent is None:
+            parent_seq = None
+        else:
+            assert isinstance(parent, str)
+            cur = await conn.execute(
+                "SELECT seq FROM messages WHERE sid = %s AND id = %s", (sid, parent)
+            )
+            r = await cur.fetchone()
+            if r is None:
+                raise MessageNotFoundError(
+                    f"parent message {parent!r} does not exist in session "
+                    f"{key.session_id!r}; nothing was written"
+                )
+            parent_seq = r[0]
+        cur = await conn.execute(
+            _INSERT_ONE_SQL,
+            {
+                "sid": sid,
+                "id": p.id,
+                "parent": parent_seq,
+                "role": p.role,
+                "content": p.content,
+                "tokens": p.item.tokens,
+                "nbytes": p.nbytes,
+                "text": p.text,
+                "tool": p.tool,
+                "itext": p.itext,
+                "itool": p.itool,
+            },
+        )
+        return await cur.fetchone() is not None
+
+    async def _insert_many(
+        self, conn: Conn, key: SessionKey, sid: int, leaf: int | None, items: list[_Prepared]
+    ) -> list[bool]:
+        """A batch in a constant number of round trips: find existing ids and explicit parents,
+        allocate seqs, insert every new row with one ``unnest``, move the leaf pointer."""
+        ids = [p.id for p in items]
+        parents = [p.item.parent for p in items if isinstance(p.item.parent, str)]
+        cur = await conn.execute(
+            "SELECT id, seq FROM messages WHERE sid = %s AND id = ANY(%s)",
+            (sid, list({*ids, *parents})),
+        )
+        known: dict[str, int] = {r[0]: r[1] for r in await cur.fetchall()}
+        # Allocate seqs for every item up front (unused ones are simply skipped: seqs only
+        # need to be monotonic, not dense).
+        cur = await conn.execute(
+            "SELECT nextval(pg_get_serial_sequence('messages', 'seq')) FROM generate_series(1, %s)",
+            (len(items),),
+        )
+        seqs = [r[0] for r in await cur.fetchall()]
+        results: list[bool] = []
+        rows: list[tuple[int, _Prepared, int | None]] = []
+        for p, seq in zip(items, seqs, strict=True):
+            parent = p.item.parent
+            if parent is AUTO:
+                parent_seq = leaf
+            elif parent is None:
+                parent_seq = None
+            else:
+                assert isinstance(parent, str)
+                found = known.get(parent)
+                if found is None:
+                    raise MessageNotFoundError(
+                        f"parent message {parent!r} does not exist in session "
+                        f"{key.session_id!r}; nothing was written"
+                    )
+                parent_seq = found
+            if p.id in known:
+                results.append(False)
+                continue
+            known[p.id] = seq
+            rows.append((seq, p, parent_seq))
+            leaf = seq
+            results.append(True)
+        if rows:
+            await conn.execute(
+                _INSERT_MANY_SQL,
+                {
+                    "sid": sid,
+                    "seqs": [r[0] for r in rows],
+                    "ids": [r[1].id for r in rows],
+                    "parents": [r[2] for r in rows],
+                    "roles": [r[1].role for r in rows],
+                    "contents": [r[1].content for r in rows],
+                    "tokens": [r[1].item.tokens for r in rows],
+                    "nbytes": [r[1].nbytes for r in rows],
+                    "texts": [r[1].text for r in rows],
+                    "tools": [r[1].tool for r in rows],
+                    "itexts": [r[1].itext for r in rows],
+                    "itools": [r[1].itool for r in rows],
+                },
+            )
+            await conn.execute(
+                "UPDATE sessions SET leaf_seq = %s, message_count = message_count + %s, "
+                "updated_at = clock_timestamp() WHERE sid = %s",
+                (leaf, len(rows), sid),
+            )
+        return results
+
+    async def get_message(self, key: SessionKey, message_id: str) -> StoredMessage | None:
+        _check_key(key)
+        _check_id(message_id)
+        row = await self._fetchone(
+            f"SELECT {_MSG_COLS} FROM sessions s JOIN {_MSG_FROM}ON m.sid = s.sid "
+            "WHERE s.namespace = %s AND s.session_id = %s AND m.id = %s",
+            (key.namespace, key.session_id, message_id),
+        )
+        return None if row is None else _message(row)
+
+    async def get_messages(self, key: SessionKey, ids: Sequence[str]) -> list[StoredMessage]:
+        _check_key(key)
+        if isinstance(ids, str):
+            raise TypeError("ids must be a sequence of message ids, not a string")
+        wanted = [_check_id(i) for i in ids]
+        if not wanted:
+            return []
+        rows = await self._fetchall(
+            f"SELECT {_MSG_COLS} FROM sessions s JOIN {_MSG_FROM}ON m.sid = s.sid "
+            "WHERE s.namespace = %s AND s.session_id = %s AND m.id = ANY(%s) ORDER BY m.seq",
+            (key.namespace, key.session_id, wanted),
+        )
+        return [_message(r) for r in rows]
+
+    async def all_messages(self, key: SessionKey) -> list[StoredMessage]:
+        _check_key(key)
+        rows = await self._fetchall(
+            f"SELECT {_MSG_COLS} FROM sessions s JOIN {_MSG_FROM}ON m.sid = s.sid "
+            "WHERE s.namespace = %s AND s.session_id = %s ORDER BY m.seq",
+            (key.namespace, key.session_id),
+        )
+        return [_message(r) for r in rows]
+
+    @staticmethod
+    def _leaf_sql(key: SessionKey, leaf_id: str | None) -> tuple[str, list[Any]]:
+        if leaf_id is None:
+            return _SESSION_SEQ, [key.namespace, key.session_id]
+        return _MESSAGE_SEQ, [key.namespace, key.session_id, _check_id(leaf_id, "leaf_id")]
+
+    async def path(self, key: SessionKey, leaf_id: str | None) -> list[StoredMessage]:
+        _check_key(key)
+        leaf_sql, params = self._leaf_sql(key, leaf_id)
+        rows = await self._fetchall(_PATH_SQL.format(leaf=leaf_sql), params)
+        if not rows:
+            if leaf_id is not None:
+                raise _not_found(key, leaf_id)
+            return []
+        if any(r[0] != i for i, r in enumerate(rows)):  # pragma: no cover - CTE order is FIFO
+            rows.sort(key=lambda r: int(r[0]))
+        rows.reverse()
+        out: list[StoredMessage] = []
+        parent_id: str | None = None
+        loads = json.loads
+        for r in rows:
+            out.append(
+                StoredMessage(
+                    id=r[2],
+                    parent_id=parent_id,
+                    message=loads(r[3]),
+                    created_at=r[4],
+                    seq=r[1],
+                    tokens=r[5],
+                    nbytes=r[6],
+                )
+            )
+            parent_id = r[2]
+        return out
+
+    async def path_window(
+        self,
+        key: SessionKey,
+        leaf_id: str | None,
+        *,
+        max_tokens: int | None,
+        max_bytes: int | None,
+        min_messages: int,
+    ) -> PathWindow:
+        _check_key(key)
+        for name, value in (("max_tokens", max_tokens), ("max_bytes", max_bytes)):
+            if value is not None:
+                _check_int(value, name)
+        _check_int(min_messages, "min_messages")
+        leaf_sql, params = self._leaf_sql(key, leaf_id)
+        params.append(max(1, min_messages))
+        budget = []
+        if max_tokens is not None:
+            budget.append("w.ct <= %s")
+            params.append(max_tokens)
+        if max_bytes is not None:
+            budget.append("w.cb <= %s")
+            params.append(max_bytes)
+        cond = f" OR ({' AND '.join(budget)})" if budget else " OR true"
+        rows = await self._fetchall(_WINDOW_SQL.format(leaf=leaf_sql, budget=cond), params)
+        if not rows:
+            if leaf_id is not None:
+                raise _not_found(key, leaf_id)
+            return PathWindow(
+                messages=[], truncated=False, total_tokens=0, total_bytes=0, path_length=0
+            )
+        rows.sort(key=lambda r: -int(r[0]))
+        total_tokens, total_bytes, n = int(rows[0][1]), int(rows[0][2]), int(rows[0][3])
+        return PathWindow(
+            messages=[_message(r[4:]) for r in rows],
+            truncated=len(rows) < n,
+            total_tokens=total_tokens,
+            total_bytes=total_bytes,
+            path_length=n,
+        )
+
+    async def path_length(self, key: SessionKey, leaf_id: str | None) -> int:
+        _check_key(key)
+        leaf_sql, params = self._leaf_sql(key, leaf_id)
+        row = await self._fetchone(
+            f"SELECT {leaf_sql} IS NOT NULL, ({_PATH_COUNT_SQL.format(leaf=leaf_sql)})",
+            params + params,
+        )
+        assert row is not None
+        if not row[0]:
+            if leaf_id is not None:
+                raise _not_found(key, leaf_id)
+            return 0
+        return int(row[1])
+
+    async def children(self, key: SessionKey, message_id: str) -> list[StoredMessage]:
+        _check_key(key)
+        _check_id(message_id)
+        rows = await self._fetchall(
+            "SELECT c.seq, c.id, par.id, c.content, c.created_at, c.tokens, c.nbytes "
+            "FROM sessions s JOIN messages par ON par.sid = s.sid "
+            "LEFT JOIN messages c ON c.parent_seq = par.seq "
+            "WHERE s.namespace = %s AND s.session_id = %s AND par.id = %s ORDER BY c.seq",
+            (key.namespace, key.session_id, message_id),
+        )
+        if not rows:
+            raise _not_found(key, message_id)
+        return [_message(r) for r in rows if r[0] is not None]
+
+    async def latest_leaf(self, key: SessionKey) -> StoredMessage | None:
+        _check_key(key)
+        row = await self._fetchone(
+            f"SELECT {_MSG_COLS} FROM sessions s JOIN {_MSG_FROM}ON m.seq = s.leaf_seq "
+            "WHERE s.namespace = %s AND s.session_id = %s",
+            (key.namespace, key.session_id),
+        )
+        return None if row is None else _message(row)
+
+    async def update(self, key: SessionKey, message: dict[str, Any], *, tokens: int) -> None:
+        _check_key(key)
+        if not isinstance(message, dict):
+            raise InvalidMessageError("update takes a validated message dict")
+        mid = _check_id(message.get("id"), "message.id")
+        role = message.get("role")
+        if not isinstance(role, str):
+            raise InvalidMessageError("message.role must be a string")
+        _check_int(tokens, "tokens")
+        content, nbytes = _serialise(message, mid)
+        text, tool = index_text(message)
+        itext, itool = index_tokens(text, tool)
+
+        async def run(conn: Conn) -> None:
+            cur = await conn.execute(
+                "UPDATE messages m SET role = %(role)s, content = %(content)s, "
+                "tokens = %(tokens)s, nbytes = %(nbytes)s, text = %(text)s, tool_text = %(tool)s, "
+                f"tsv = {_MESSAGE_TSV} FROM sessions s WHERE s.sid = m.sid "
+                "AND s.namespace = %(ns)s AND s.session_id = %(sess)s AND m.id = %(id)s",
+                {
+                    "role": role,
+                    "content": content,
+                    "tokens": tokens,
+                    "nbytes": nbytes,
+                    "text": text,
+                    "tool": tool,
+                    "itext": itext,
+                    "itool": itool,
+                    "ns": key.namespace,
+                    "sess": key.session_id,
+                    "id": mid,
+                },
+            )
+            if cur.rowcount != 1:
+                raise _not_found(key, mid)
+
+        await self._write(run)
+
+    @staticmethod
+    async def _lock_session(conn: Conn, key: SessionKey) -> int | None:
+        cur = await conn.execute(
+            "SELECT sid FROM sessions WHERE namespace = %s AND session_id = %s FOR UPDATE",
+            (key.namespace, key.session_id),
+        )
+        row = await cur.fetchone()
+        return None if row is None else int(row[0])
+
+    async def delete(self, key: SessionKey, ids: Sequence[str]) -> int:
+        _check_key(key)
+        if isinstance(ids, str):
+            raise TypeError("ids must be a sequence of message ids, not a string")
+        wanted = list(dict.fromkeys(_check_id(i) for i in ids))
+        if not wanted:
+            return 0
+
+        async def run(conn: Conn) -> int:
+            sid = await self._lock_session(conn, key)
+            rows: list[tuple[Any, ...]] = []
+            if sid is not None:
+                cur = await conn.execute(
+                    "SELECT seq, id, parent_seq FROM messages WHERE sid = %s AND id = ANY(%s)",
+                    (sid, wanted),
+                )
+                rows = await cur.fetchall()
+            if len(rows) != len(wanted):
+                found = {r[1] for r in rows}
+                missing = [i for i in wanted if i not in found]
+                raise MessageNotFoundError(
+                    f"cannot delete {missing[0]!r}: no such message in session "
+                    f"{key.session_id!r}; nothing was deleted"
+                )
+            parent_of: dict[int, int | None] = {r[0]: r[2] for r in rows}
+            deleted = list(parent_of)
+            survivors: list[int | None] = []
+            for seq in deleted:
+                survivor = parent_of[seq]
+                while survivor is not None and survivor in parent_of:
+                    survivor = parent_of[survivor]
+                survivors.append(survivor)
+            # Re-attach children (that survive) to the nearest surviving ancestor.
+            await conn.execute(
+                "UPDATE messages c SET parent_seq = v.survivor "
+                "FROM unnest(%s::bigint[], %s::bigint[]) AS v(gone, survivor) "
+                "WHERE c.parent_seq = v.gone AND NOT (c.seq = ANY(%s))",
+                (deleted, survivors, deleted),
+            )
+            cur = await conn.execute(
+                "DELETE FROM compactions WHERE sid = %s AND (from_id = ANY(%s) OR to_id = ANY(%s))"
+                " RETURNING id",
+                (sid, wanted, wanted),
+            )
+            dropped = [r[0] for r in await cur.fetchall()]
+            if dropped:
+                # An overlay a dropped one had superseded applies again.
+                await conn.execute(
+                    "UPDATE compactions SET superseded_by = NULL "
+                    "WHERE sid = %s AND superseded_by = ANY(%s)",
+                    (sid, dropped),
+                )
+            await conn.execute("DELETE FROM messages WHERE seq = ANY(%s)", (deleted,))
+            await conn.execute(
+                "UPDATE sessions SET leaf_seq = (SELECT max(m.seq) FROM messages m "
+                "WHERE m.sid = %s AND NOT EXISTS "
+                "(SELECT 1 FROM messages c WHERE c.parent_seq = m.seq)), "
+                "message_count = message_count - %s, updated_at = clock_timestamp() "
+                "WHERE sid = %s",
+                (sid, len(rows), sid),
+            )
+            return len(rows)
+
+        return await self._write(run)
+
+    async def clear(self, key: SessionKey) -> None:
+        _check_key(key)
+
+        async def run(conn: Conn) -> None:
+            await self._clear_session(conn, key)
+
+        await self._write(run)
+
+    async def _clear_session(self, conn: Conn, key: SessionKey) -> int | None:
+        sid = await self._lock_session(conn, key)
+        await conn.execute(
+            "DELETE FROM skill_states WHERE namespace = %s AND session_id = %s",
+            (key.namespace, key.session_id),
+        )
+        if sid is None:
+            return None
+        await conn.execute("DELETE FROM compactions WHERE sid = %s", (sid,))
+        # Children before parents is not needed: the self-reference is checked per statement.
+        await conn.execute("DELETE FROM messages WHERE sid = %s", (sid,))
+        await conn.execute(
+            "UPDATE sessions SET leaf_seq = NULL, message_count = 0, "
+            "updated_at = clock_timestamp() WHERE sid = %s",
+            (sid,),
+        )
+        return sid
+
+    async def search(
+        self,
+        namespace: str,
+        query: ParsedQuery,
+        *,
+        session_ids: Sequence[str] | None = None,
+        limit: int = 20,
+    ) -> list[SearchResult]:
+        """See :meth:`mindstore.store.base.Store.search` and :mod:`.fts`."""
+        _check_name(namespace, "namespace")
+        _check_query(query)
+        _check_int(limit, "limit")
+        if session_ids is not None:
+            if isinstance(session_ids, str):
+                raise TypeError("session_ids must be a sequence of session ids, not a string")
+            session_ids = [_check_name(s, "session id") for s in session_ids]
+            if not session_ids:
+                return []
+        if query.empty or limit <= 0:
+            return []
+        built = tsquery_sql(query)
+        if built is None:
+            return []
+        q_sql, params = built
+        where = ["m.tsv @@ q.q", "s.namespace = %s"]
+        params.append(namespace)
+        if session_ids is not None:
+            where.append("s.session_id = ANY(%s)")
+            params.append(session_ids)
+        params.append(limit)
+        sql = (
+            f"WITH q AS MATERIALIZED (SELECT {q_sql} AS q), hits AS ("
+            " SELECT s.session_id, m.id, m.role, m.text, m.tool_text, m.created_at, m.seq,"
+            f" ts_rank(m.tsv, q.q, {_RANK_NORMALIZATION}) AS rank"
+            " FROM q, messages m JOIN sessions s ON s.sid = m.sid"
+            f" WHERE {' AND '.join(where)}"
+            " ORDER BY rank DESC, m.seq DESC LIMIT %s"
+            ") SELECT h.session_id, h.id, h.role, h.text, h.tool_text, h.rank, h.created_at,"
+            " ts_headline('mindstore_porter', left(concat_ws(E'\\n', NULLIF(h.text, ''),"
+            f" NULLIF(h.tool_text, '')), {_SNIPPET_CHARS}), q.q, '{_HEADLINE_OPTIONS}')"
+            " FROM hits h, q ORDER BY h.rank DESC, h.seq DESC"
+        )
+        rows = await self._fetchall(sql, params)
+        return [
+            SearchResult(
+                session_id=r[0],
+                message_id=r[1],
+                role=r[2],
+                text=r[3] or r[4] or "",
+                snippet=r[7] or "",
+                score=float(r[5]),
+                created_at=r[6],
+            )
+            for r in rows
+        ]
+
+    # ---- compaction overlays -----------------------------------------------------------------
+    async def add_compaction(
+        self,
+        key: SessionKey,
+        *,
+        summary: str,
+        from_id: str,
+        to_id: str,
+        supersedes: Sequence[int] = (),
+    ) -> Compaction:
+        _check_key(key)
+        _check_text(summary, "summary")
+        _check_id(from_id, "from_id")
+        _check_id(to_id, "to_id")
+        sup = [_check_int(c, "supersedes") for c in supersedes]
+
+        async def run(conn: Conn) -> Compaction:
+            sid = await self._lock_session(conn, key)
+            found: set[str] = set()
+            if sid is not None:
+                cur = await conn.execute(
+                    "SELECT id FROM messages WHERE sid = %s AND id = ANY(%s)",
+                    (sid, [from_id, to_id]),
+                )
+                found = {r[0] for r in await cur.fetchall()}
+            for mid in (from_id, to_id):
+                if mid not in found:
+                    raise _not_found(key, mid)
+            if sup:
+                cur = await conn.execute(
+                    "SELECT id FROM compactions WHERE sid = %s AND id = ANY(%s)", (sid, sup)
+                )
+                known = {r[0] for r in await cur.fetchall()}
+                unknown = [c for c in sup if c not in known]
+                if unknown:
+                    raise CompactionError(
+                        f"cannot supersede compaction {unknown[0]}: not a compaction of "
+                        f"session {key.session_id!r}"
+                    )
+            cur = await conn.execute(
+                "INSERT INTO compactions (sid, from_id, to_id, summary) VALUES (%s, %s, %s, %s) "
+                f"RETURNING {_COMPACTION_COLS}",
+                (sid, from_id, to_id, summary),
+            )
+            row = await cur.fetchone()
+            assert row is not None
+            if sup:
+                await conn.execute(
+                    "UPDATE compactions SET superseded_by = %s WHERE id = ANY(%s)", (row[0], sup)
+                )
+            return _compaction(row)
+
+        return await self._write(run)
+
+    async def get_compactions(self, key: SessionKey) -> list[Compaction]:
+        _check_key(key)
+        rows = await self._fetchall(
+            f"SELECT {_COMPACTION_COLS} FROM compactions WHERE sid = "
+            "(SELECT sid FROM sessions WHERE namespace = %s AND session_id = %s) ORDER BY id",
+            (key.namespace, key.session_id),
+        )
+        return [_compaction(r) for r in rows]
+
+    async def revert_compaction(self, key: SessionKey, compaction_id: int) -> Compaction:
+        _check_key(key)
+        _check_int(compaction_id, "compaction_id")
+
+        async def run(conn: Conn) -> Compaction:
+            cur = await conn.execute(
+                "UPDATE compactions c SET reverted = true FROM sessions s "
+                "WHERE s.sid = c.sid AND s.namespace = %s AND s.session_id = %s AND c.id = %s "
+                "RETURNING c.id, c.from_id, c.to_id, c.summary, c.created_at, c.superseded_by, "
+                "c.reverted",
+                (key.namespace, key.session_id, compaction_id),
+            )
+            row = await cur.fetchone()
+            if row is None:
+                raise CompactionError(
+                    f"no compaction {compaction_id} in session {key.session_id!r}"
+                )
+            await conn.execute(
+                "UPDATE compactions SET superseded_by = NULL WHERE superseded_by = %s",
+                (compaction_id,),
+            )
+            return _compaction(row)
+
+        return await self._write(run)
+
+    # ---- context blocks ----------------------------------------------------------------------
+    async def get_block(self, key: ScopeKey) -> str | None:
+        k = _check_scope(key)
+        row = await self._fetchone(
+            "SELECT content FROM blocks WHERE namespace = %s AND scope = %s AND label = %s", k
+        )
+        return None if row is None else str(row[0])
+
+    async def set_block(self, key: ScopeKey, content: str) -> None:
+        k = _check_scope(key)
+        _check_text(content, "content")
+
+        async def run(conn: Conn) -> None:
+            await conn.execute(
+                "INSERT INTO blocks (namespace, scope, label, content) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (namespace, scope, label) DO UPDATE SET "
+                "content = excluded.content, updated_at = clock_timestamp()",
+                (*k, content),
+            )
+
+        await self._write(run)
+
+    async def update_block(self, key: ScopeKey, fn: Callable[[str], str]) -> str:
+        """See :meth:`mindstore.store.base.Store.update_block`: ``fn`` runs while this
+        transaction holds the block's row lock, so concurrent updates from any process
+        serialise and none is lost."""
+        k = _check_scope(key)
+        if not callable(fn):
+            raise TypeError("fn must be a callable taking the current content")
+
+        async def run(conn: Conn) -> str:
+            cur = await conn.execute(
+                "INSERT INTO blocks (namespace, scope, label, content) VALUES (%s, %s, %s, '') "
+                "ON CONFLICT (namespace, scope, label) DO NOTHING RETURNING true",
+                k,
+            )
+            created = await cur.fetchone() is not None
+            cur = await conn.execute(
+                "SELECT content FROM blocks WHERE namespace = %s AND scope = %s AND label = %s "
+                "FOR UPDATE",
+                k,
+            )
+            row = await cur.fetchone()
+            assert row is not None
+            new = fn("" if created else row[0])
+            _check_text(new, "the block update function's result")
+            await conn.execute(
+                "UPDATE blocks SET content = %s, updated_at = clock_timestamp() "
+                "WHERE namespace = %s AND scope = %s AND label = %s",
+                (new, *k),
+            )
+            return new
+
+        return await self._write(run)
+
+    async def delete_block(self, key: ScopeKey) -> None:
+        k = _check_scope(key)
+
+        async def run(conn: Conn) -> None:
+            await conn.execute(
+                "DELETE FROM blocks WHERE namespace = %s AND scope = %s AND label = %s", k
+            )
+
+        await self._write(run)
+
+    async def list_blocks(
+        self, namespace: str, session_id: str | None
+    ) -> list[tuple[ScopeKey, str]]:
+        _check_name(namespace, "namespace")
+        if session_id is not None:
+            _check_name(session_id, "session_id")
+        rows = await self._fetchall(
+            "SELECT scope, label, content FROM blocks WHERE namespace = %s AND scope IN (%s, '')"
+            " ORDER BY scope = '', label",
+            (namespace, session_id or ""),
+        )
+        return [
+            (ScopeKey(namespace=namespace, session_id=scope or None, label=label), content)
+            for scope, label, content in rows
+        ]
+
+    # ---- frozen system prompt ----------------------------------------------------------------
+    async def get_prompt(self, key: SessionKey) -> str | None:
+        _check_key(key)
+        row = await self._fetchone(
+            "SELECT prompt FROM prompts WHERE namespace = %s AND session_id = %s",
+            (key.namespace, key.session_id),
+        )
+        return None if row is None else str(row[0])
+
+    async def put_prompt(self, key: SessionKey, prompt: str, *, overwrite: bool) -> str:
+        _check_key(key)
+        _check_text(prompt, "prompt")
+        on_conflict = (
+            "UPDATE SET prompt = excluded.prompt, updated_at = clock_timestamp()"
+            if overwrite
+            else "NOTHING"
+        )
+
+        async def run(conn: Conn) -> str:
+            await conn.execute(
+                "INSERT INTO prompts (namespace, session_id, prompt) VALUES (%s, %s, %s) "
+                f"ON CONFLICT (namespace, session_id) DO {on_conflict}",
+                (key.namespace, key.session_id, prompt),
+            )
+            # A new statement sees a concurrent first freeze that committed meanwhile.
+            cur = await conn.execute(
+                "SELECT prompt FROM prompts WHERE namespace = %s AND session_id = %s",
+                (key.namespace, key.session_id),
+            )
+            row = await cur.fetchone()
+            assert row is not None
+            return str(row[0])
+
+        return await self._write(run)
+
+    # ---- loaded skills -----------------------------------------------------------------------
+    async def get_skill_states(self, key: SessionKey) -> list[SkillState]:
+        _check_key(key)
+        rows = await self._fetchall(
+            "SELECT label, skill_key, loaded, unloaded_before_seq FROM skill_states "
+            "WHERE namespace = %s AND session_id = %s ORDER BY created_order",
+            (key.namespace, key.session_id),
+        )
+        return [
+            SkillState(label=r[0], key=r[1], loaded=bool(r[2]), unloaded_before_seq=r[3])
+            for r in rows
+        ]
+
+    async def set_skill_loaded(
+        self, key: SessionKey, label: str, skill_key: str, loaded: bool
+    ) -> bool:
+        _check_key(key)
+        _check_name(label, "label")
+        _check_entry_key(skill_key)
+        if not isinstance(loaded, bool):
+            raise TypeError("loaded must be a bool")
+        k = (key.namespace, key.session_id, label, skill_key)
+
+        async def run(conn: Conn) -> bool:
+            if loaded:
+                # Inserted, or flipped from unloaded: True. Already loaded: no row, False.
+                cur = await conn.execute(
+                    "INSERT INTO skill_states (namespace, session_id, label, skill_key, loaded) "
+                    "VALUES (%s, %s, %s, %s, true) "
+                    "ON CONFLICT (namespace, session_id, label, skill_key) "
+                    "DO UPDATE SET loaded = true WHERE NOT skill_states.loaded RETURNING 1",
+                    k,
+                )
+            else:
+                cur = await conn.execute(
+                    "UPDATE skill_states SET loaded = false, unloaded_before_seq = "
+                    "(SELECT max(m.seq) FROM messages m JOIN sessions s ON s.sid = m.sid "
+                    "WHERE s.namespace = %s AND s.session_id = %s) "
+                    "WHERE namespace = %s AND session_id = %s AND label = %s AND skill_key = %s "
+                    "AND loaded RETURNING 1",
+                    (key.namespace, key.session_id, *k),
+                )
+            return await cur.fetchone() is not None
+
+        return await self._write(run)
+
+    # ---- keyed entries -----------------------------------------------------------------------
+    async def put_entry(
+        self, key: ScopeKey, entry_key: str, content: str, *, description: str | None = None
+    ) -> None:
+        k = _check_scope(key)
+        _check_entry_key(entry_key)
+        _check_text(content, "content")
+        if description is not None:
+            _check_text(description, "description")
+        imain, idesc = index_tokens(f"{entry_key}\n{content}", description or "")
+
+        async def run(conn: Conn) -> None:
+            await conn.execute(
+                "INSERT INTO entries (namespace, scope, label, key, content, description, tsv) "
+                "VALUES (%(ns)s, %(scope)s, %(label)s, %(key)s, %(content)s, %(desc)s, "
+                f"{_ENTRY_TSV}) ON CONFLICT (namespace, scope, label, key) DO UPDATE SET "
+                "content = excluded.content, description = excluded.description, "
+                "tsv = excluded.tsv, updated_at = clock_timestamp()",
+                {
+                    "ns": k[0],
+                    "scope": k[1],
+                    "label": k[2],
+                    "key": entry_key,
+                    "content": content,
+                    "desc": description,
+                    "imain": imain,
+                    "idesc": idesc,
+                },
+            )
+
+        await self._write(run)
+
+    async def get_entry(self, key: ScopeKey, entry_key: str) -> Entry | None:
+        k = _check_scope(key)
+        _check_entry_key(entry_key)
+        row = await self._fetchone(
+            "SELECT key, content, description, updated_at FROM entries "
+            "WHERE namespace = %s AND scope = %s AND label = %s AND key = %s",
+            (*k, entry_key),
+        )
+        if row is None:
+            return None
+        return Entry(key=row[0], content=row[1], description=row[2], updated_at=row[3])
+
+    async def list_entries(self, key: ScopeKey, *, limit: int | None = None) -> list[Entry]:
+        k = _check_scope(key)
+        if limit is not None:
+            _check_int(limit, "limit")
+        rows = await self._fetchall(
+            "SELECT key, content, description, updated_at FROM entries "
+            "WHERE namespace = %s AND scope = %s AND label = %s "
+            "ORDER BY updated_at DESC, key DESC LIMIT %s",
+            (*k, None if limit is None else max(0, limit)),
+        )
+        return [Entry(key=r[0], content=r[1], description=r[2], updated_at=r[3]) for r in rows]
+
+    async def count_entries(self, key: ScopeKey) -> int:
+        k = _check_scope(key)
+        row = await self._fetchone(
+            "SELECT count(*) FROM entries WHERE namespace = %s AND scope = %s AND label = %s", k
+        )
+        assert row is not None
+        return int(row[0])
+
+    async def delete_entry(self, key: ScopeKey, entry_key: str) -> bool:
+        k = _check_scope(key)
+        _check_entry_key(entry_key)
+
+        async def run(conn: Conn) -> bool:
+            cur = await conn.execute(
+                "DELETE FROM entries WHERE namespace = %s AND scope = %s AND label = %s "
+                "AND key = %s",
+                (*k, entry_key),
+            )
+            return cur.rowcount > 0
+
+        return await self._write(run)
+
+    async def search_entries(
+        self, key: ScopeKey, query: ParsedQuery, *, limit: int = 10
+    ) -> list[EntryHit]:
+        k = _check_scope(key)
+        _check_query(query)
+        _check_int(limit, "limit")
+        if query.empty or limit <= 0:
+            return []
+        built = tsquery_sql(query)
+        if built is None:
+            return []
+        q_sql, params = built
+        params.extend([*k, limit])
+        sql = (
+            f"WITH q AS MATERIALIZED (SELECT {q_sql} AS q), hits AS ("
+            " SELECT e.key, e.content, e.description, e.updated_at,"
+            f" ts_rank(e.tsv, q.q, {_RANK_NORMALIZATION}) AS rank"
+            " FROM q, entries e WHERE e.tsv @@ q.q"
+            " AND e.namespace = %s AND e.scope = %s AND e.label = %s"
+            " ORDER BY rank DESC, e.updated_at DESC, e.key DESC LIMIT %s"
+            ") SELECT h.key, h.content, h.description, h.rank,"
+            " ts_headline('mindstore_porter', left(concat_ws(E'\\n', h.content, h.description),"
+            f" {_SNIPPET_CHARS}), q.q, '{_HEADLINE_OPTIONS}')"
+            " FROM hits h, q ORDER BY h.rank DESC, h.updated_at DESC, h.key DESC"
+        )
+        rows = await self._fetchall(sql, params)
+        return [
+            EntryHit(key=r[0], content=r[1], description=r[2], snippet=r[4] or "", score=r[3])
+            for r in rows
+        ]
+
+    # ---- session registry --------------------------------------------------------------------
+    async def create_session(
+        self,
+        key: SessionKey,
+        *,
+        name: str | None = None,
+        parent_session_id: str | None = None,
+        model: str | None = None,
+        source: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> SessionInfo:
+        _check_key(key)
+        for field, value in (
+            ("name", name),
+            ("parent_session_id", parent_session_id),
+            ("model", model),
+            ("source", source),
+        ):
+            if value is not None:
+                _check_text(value, field)
+        meta = _metadata_json(metadata)
+
+        async def run(conn: Conn) -> SessionInfo:
+            cur = await conn.execute(
+                "INSERT INTO sessions (namespace, session_id, name, parent_session_id, model, "
+                "source, metadata) VALUES (%s, %s, %s, %s, %s, %s, %s) "
+                f"ON CONFLICT (namespace, session_id) DO NOTHING RETURNING {_SESSION_COLS}",
+                (key.namespace, key.session_id, name, parent_session_id, model, source, meta),
+            )
+            row = await cur.fetchone()
+            if row is None:
+                raise ConflictError(
+                    f"session {key.session_id!r} already exists in namespace {key.namespace!r}"
+                )
+            return _session_info(row)
+
+        return await self._write(run)
+
+    async def get_session(self, key: SessionKey) -> SessionInfo | None:
+        _check_key(key)
+        row = await self._fetchone(
+            f"SELECT {_SESSION_COLS} FROM sessions WHERE namespace = %s AND session_id = %s",
+            (key.namespace, key.session_id),
+        )
+        return None if row is None else _session_info(row)
+
+    async def list_sessions(
+        self, namespace: str, *, limit: int = 50, before: str | None = None
+    ) -> list[SessionInfo]:
+        _check_name(namespace, "namespace")
+        _check_int(limit, "limit")
+        if before is not None:
+            _check_name(before, "before")
+        if limit <= 0:
+            return []
+        if before is None:
+            rows = await self._fetchall(
+                f"SELECT {_SESSION_COLS} FROM sessions WHERE namespace = %s "
+                "ORDER BY updated_at DESC, session_id DESC LIMIT %s",
+                (namespace, limit),
+            )
+        else:
+            rows = await self._fetchall(
+                f"SELECT {_SESSION_COLS} FROM sessions s WHERE namespace = %s "
+                "AND (updated_at, session_id) < (SELECT b.updated_at, b.session_id "
+                "FROM sessions b WHERE b.namespace = %s AND b.session_id = %s) "
+                "ORDER BY updated_at DESC, session_id DESC LIMIT %s",
+                (namespace, namespace, before, limit),
+            )
+        return [_session_info(r) for r in rows]
+
+    async def update_session(self, key: SessionKey, **fields: Any) -> SessionInfo:
+        """Set ``name``, ``end_reason``, ``model``, ``source`` and/or ``metadata``; touch
+        updated_at. Unknown session → SessionNotFoundError; unknown field → TypeError."""
+        _check_key(key)
+        unknown = set(fields) - _SESSION_FIELDS
+        if unknown:
+            raise TypeError(
+                f"update_session got unknown fields {sorted(unknown)}; "
+                f"allowed: {sorted(_SESSION_FIELDS)}"
+            )
+        values: dict[str, Any] = {}
+        for field, value in fields.items():
+            if field == "metadata":
+                values[field] = _metadata_json(value)
+            else:
+                if value is not None:
+                    _check_text(value, field)
+                values[field] = value
+        sets = "".join(f"{f} = %s, " for f in values)  # field names from the allow-list only
+
+        async def run(conn: Conn) -> SessionInfo:
+            cur = await conn.execute(
+                f"UPDATE sessions SET {sets}updated_at = clock_timestamp() "
+                f"WHERE namespace = %s AND session_id = %s RETURNING {_SESSION_COLS}",
+                (*values.values(), key.namespace, key.session_id),
+            )
+            row = await cur.fetchone()
+            if row is None:
+                raise SessionNotFoundError(
+                    f"no session {key.session_id!r} in namespace {key.namespace!r}"
+                )
+            return _session_info(row)
+
+        return await self._write(run)
+
+    async def add_usage(
+        self, key: SessionKey, input_tokens: int, output_tokens: int, cost: float
+    ) -> SessionInfo:
+        _check_key(key)
+        _check_int(input_tokens, "input_tokens")
+        _check_int(output_tokens, "output_tokens")
+        if isinstance(cost, bool) or not isinstance(cost, int | float) or cost != cost:
+            raise TypeError("cost must be a number")
+
+        async def run(conn: Conn) -> SessionInfo:
+            cur = await conn.execute(
+                "INSERT INTO sessions (namespace, session_id, input_tokens, output_tokens, "
+                "estimated_cost) VALUES (%s, %s, %s, %s, %s) "
+                "ON CONFLICT (namespace, session_id) DO UPDATE SET "
+                "input_tokens = sessions.input_tokens + excluded.input_tokens, "
+                "output_tokens = sessions.output_tokens + excluded.output_tokens, "
+                "estimated_cost = sessions.estimated_cost + excluded.estimated_cost, "
+                f"updated_at = clock_timestamp() RETURNING {_SESSION_COLS}",
+                (key.namespace, key.session_id, input_tokens, output_tokens, float(cost)),
+            )
+            row = await cur.fetchone()
+            assert row is not None
+            return _session_info(row)
+
+        return await self._write(run)
+
+    async def delete_session(self, key: SessionKey) -> bool:
+        _check_key(key)
+        ns, sess = key.namespace, key.session_id
+
+        async def run(conn: Conn) -> bool:
+            sid = await self._clear_session(conn, key)
+            existed = sid is not None
+            for sql in (
+                "DELETE FROM blocks WHERE namespace = %s AND scope = %s",
+                "DELETE FROM prompts WHERE namespace = %s AND session_id = %s",
+                "DELETE FROM entries WHERE namespace = %s AND scope = %s",
+            ):
+                cur = await conn.execute(sql, (ns, sess))
+                existed = existed or cur.rowcount > 0
+            if sid is not None:
+                await conn.execute("DELETE FROM sessions WHERE sid = %s", (sid,))
+            return existed
+
+        return await self._write(run)
+
+    async def stats(self) -> dict[str, int]:
+        """Row counts: namespaces, sessions, messages, compactions, blocks, entries, prompts,
+        skill_states, and ``schema_version``."""
+        tables = (
+            "sessions",
+            "messages",
+            "compactions",
+            "blocks",
+            "entries",
+            "prompts",
+            "skill_states",
+        )
+        counts = ", ".join(f"(SELECT count(*) FROM {t})" for t in tables)
+        row = await self._fetchone(
+            "SELECT (SELECT count(*) FROM (SELECT namespace FROM sessions UNION "
+            "SELECT namespace FROM blocks UNION SELECT namespace FROM entries) n), "
+            f"{counts}, (SELECT version FROM mindstore_schema)",
+            (),
+        )
+        assert row is not None
+        out = {"namespaces": int(row[0])}
+        for i, t in enumerate(tables):
+            out[t] = int(row[i + 1])
+        out["schema_version"] = int(row[-1])
+        return out
+
+
+# ---- helpers ---------------------------------------------------------------------------------
+def _redact(dsn: str) -> str:
+    """The DSN without a password, for messages."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+        params = conninfo_to_dict(dsn)
+    except Exception:
+        return "<dsn>"
+    if "password" in params:
+        params["password"] = "***"
+    return make_conninfo("", **params)
+
+
+def _is_disconnect(e: BaseException) -> bool:
+    """The connection is unusable (server restarted, network cut): a retry may succeed."""
+    from psycopg_pool import PoolTimeout
+
+    if isinstance(e, PoolTimeout):
+        return False
+    return isinstance(e, psycopg.OperationalError | psycopg.InterfaceError)
+
+
+def _store_error(e: BaseException) -> StoreError:
+    from psycopg_pool import PoolTimeout
+
+    if isinstance(e, PoolTimeout):
+        return StoreError(f"no PostgreSQL connection available: {e}")
+    detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return StoreError(f"PostgreSQL error: {detail}")
+
+
+async def _migrate(dsn: str, schema: str | None, connect_timeout: float) -> None:
+    """Bring the schema to LATEST_VERSION under an advisory lock (see :mod:`.migrations`)."""
+    try:
+        conn = await psycopg.AsyncConnection.connect(
+            dsn, connect_timeout=max(1, int(connect_timeout))
+        )
+    except psycopg.Error as e:
+        raise StoreError(f"cannot connect to PostgreSQL at {_redact(dsn)}: {e}") from e
+    try:
+        async with conn:
+            await conn.execute("SET client_min_messages TO warning")
+            async with conn.transaction():
+                lock_key = f"mindstore:{schema or ''}"
+                await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (lock_key,))
+                if schema is not None:
+                    ident = pgsql.Identifier(schema)
+                    cur = await conn.execute(
+                        "SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)
+                    )
+                    if await cur.fetchone() is None:
+                        await conn.execute(pgsql.SQL("CREATE SCHEMA {}").format(ident))
+                    await conn.execute(pgsql.SQL("SET LOCAL search_path TO {}").format(ident))
+                cur = await conn.execute("SELECT to_regclass('mindstore_schema') IS NOT NULL")
+                row = await cur.fetchone()
+                version = 0
+                if row is not None and row[0]:
+                    cur = await conn.execute("SELECT version FROM mindstore_schema")
+                    vrow = await cur.fetchone()
+                    version = int(vrow[0]) if vrow is not None else 0
+                if version > LATEST_VERSION:
+                    raise SchemaVersionError(
+                        f"the mindstore schema{f' {schema!r}' if schema else ''} is at version "
+                        f"{version}, but this mindstore only understands up to {LATEST_VERSION}: "
+                        "upgrade mindstore to open it"
+                    )
+                if version == LATEST_VERSION:
+                    return
+                await conn.execute(SCHEMA_TABLE_SQL)
+                for number, _name, statements in MIGRATIONS:
+                    if number > version:
+                        for statement in statements:
+                            await conn.execute(statement)
+                await conn.execute(
+                    "INSERT INTO mindstore_schema (singleton, version) VALUES (true, %s) "
+                    "ON CONFLICT (singleton) DO UPDATE SET version = excluded.version",
+                    (LATEST_VERSION,),
+                )
+    except psycopg.Error as e:
+        raise StoreError(f"migrating the mindstore schema failed: {e}") from e
