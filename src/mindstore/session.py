@@ -20,7 +20,7 @@ from typing import Any
 from mindstore.compaction.session_compaction import CompactionMixin
 from mindstore.context.session_context import ContextMixin
 from mindstore.context.spec import BlockSpec, Scope
-from mindstore.errors import MessageNotFoundError
+from mindstore.errors import InvalidMessageError, MessageNotFoundError
 from mindstore.messages import validate_id, validate_message
 from mindstore.search import SearchResult, parse_query
 from mindstore.store.base import AUTO, UNSET, NewMessage, SessionKey, Store, _Sentinel
@@ -192,7 +192,9 @@ class Session(ContextMixin, CompactionMixin):
         if isinstance(parent_id, str):
             validate_id(parent_id, "parent_id")
         elif parent_id is not None and parent_id is not AUTO:
-            raise TypeError("parent_id must be a message id, None (new root) or omitted")
+            raise InvalidMessageError(
+                f"parent_id must be a message id, None (new root) or omitted, got {parent_id!r:.80}"
+            )
         item = NewMessage(message=msg, parent=parent_id, tokens=self.count_message_tokens([msg]))
         [inserted] = await self._store.append(self._key, [item], expected_leaf=expected_leaf)
         if inserted:
