@@ -21,7 +21,9 @@ __all__ = ["LATEST_VERSION", "MIGRATIONS"]
 # (``leaf_seq``) so get_latest_leaf is one primary-key lookup at cold start, whatever the size of
 # the session. ``seq`` is AUTOINCREMENT: store-wide monotonic and never reused, even after the
 # newest message is deleted. Times are integer microseconds since the epoch (UTC): exact, no
-# float rounding, sortable.
+# float rounding, sortable. There is deliberately no index on updated_us: every append touches
+# it, and an index entry that moves on every append costs a page write per commit, while
+# list_sessions sorts one namespace's sessions (cheap even for tens of thousands).
 m001_message_tree: Final = """
 CREATE TABLE sessions (
     sid INTEGER PRIMARY KEY,
@@ -42,7 +44,6 @@ CREATE TABLE sessions (
     message_count INTEGER NOT NULL DEFAULT 0,
     UNIQUE (namespace, session_id)
 );
-CREATE INDEX sessions_by_update ON sessions (namespace, updated_us, session_id);
 
 CREATE TABLE messages (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
