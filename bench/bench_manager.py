@@ -5,12 +5,15 @@
 2. Cross-session ``search()`` over 1,000 sessions × 100 messages — target: median within 3× a
    plain FTS5 query (``porter unicode61``, bm25, LIMIT 20) over the same texts in a standalone
    FTS5 table, measured in the same run. The query mix covers rare, medium and common words,
-   two-word ANDs, a phrase and a prefix.
+   two-word ANDs, a phrase and a prefix; each query's median is compared with its baseline
+   median (calls alternate, so machine load hits both), and the target applies to the median
+   of those per-query ratios.
 
 Usage::
 
     .venv/bin/python bench/bench_manager.py            # full sizes (10,000 / 1,000 × 100)
     .venv/bin/python bench/bench_manager.py --quick    # smaller corpus, same list() size
+    .venv/bin/python bench/bench_manager.py --quick --postgres postgresql://postgres@127.0.0.1:5432/test
 """
 
 from __future__ import annotations
@@ -99,6 +102,45 @@ async def bench_list(path: Path, n_sessions: int, reps: int) -> tuple[float, flo
     return ours, base
 
 
+async def bench_list_postgres(url: str, n_sessions: int, reps: int) -> tuple[float, float]:
+    """list() on PostgreSQL in a throw-away schema; baseline: the same page by one raw query
+    on its own connection."""
+    import uuid
+
+    import psycopg
+
+    from mindstore import PostgresStore
+
+    schema = f"bench_manager_{uuid.uuid4().hex[:8]}"
+    store = await PostgresStore.open(url, schema=schema, min_size=1, max_size=4)
+    try:
+        m = SessionManager(store, namespace="bench")
+        t = time.perf_counter()
+        for i in range(n_sessions):
+            await m.create(f"session {i}", model="m")
+        print(f"postgres: created {n_sessions:,} sessions in {time.perf_counter() - t:.1f} s")
+        assert len(await m.list()) == 50
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            sql = (
+                f'SELECT * FROM "{schema}".sessions WHERE namespace = %s'
+                " ORDER BY updated_at DESC, session_id DESC LIMIT 50"
+            )
+            ours: list[float] = []
+            base: list[float] = []
+            for _ in range(reps):
+                t = time.perf_counter()
+                await m.list()
+                ours.append((time.perf_counter() - t) * 1000)
+                t = time.perf_counter()
+                await (await conn.execute(sql, ["bench"])).fetchall()
+                base.append((time.perf_counter() - t) * 1000)
+    finally:
+        await store.aclose()
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    return statistics.median(ours), statistics.median(base)
+
+
 async def bench_search(
     path: Path, n_sessions: int, per_session: int, reps: int
 ) -> list[tuple[str, float, float]]:
@@ -172,6 +214,7 @@ async def bench_search(
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller search corpus")
+    parser.add_argument("--postgres", metavar="URL", help="also time list() on PostgreSQL")
     args = parser.parse_args()
     n_list = 10_000
     n_sessions, per_session = (200, 50) if args.quick else (1_000, 100)
@@ -179,6 +222,7 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         list_ms, list_base = await bench_list(Path(tmp) / "list.db", n_list, reps)
         search = await bench_search(Path(tmp) / "search.db", n_sessions, per_session, reps)
+    pg = await bench_list_postgres(args.postgres, n_list, reps) if args.postgres else None
     print()
     print(
         f"SessionManager on SQLite — list: {n_list:,} sessions; "
@@ -186,16 +230,19 @@ async def main() -> None:
     )
     print(HEADER)
     print(row("list() first page (50)", list_ms, list_base, "≤ 5 ms"))
+    if pg is not None:
+        print(row("list() first page (50), PostgreSQL", pg[0], pg[1], "≤ 5 ms"))
     for name, ms, base in search:
         print(row(f"search: {name}", ms, base, "≤ 3x base"))
     overall = statistics.median(ms for _, ms, _ in search)
     overall_base = statistics.median(b for _, _, b in search)
     print(row("search: median over the mix", overall, overall_base, "≤ 3x base"))
     ratios = [ms / base for _, ms, base in search]
-    print(f"per-query ratio median: {statistics.median(ratios):.2f}x")
+    ratio = statistics.median(ratios)
+    print(f"search: median of the per-query ratios: {ratio:.2f}x (the target's measure)")
     print(f"load average at the end: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
-    ok_list = list_ms <= 5.0
-    ok_search = overall <= 3 * overall_base
+    ok_list = list_ms <= 5.0 and (pg is None or pg[0] <= 5.0)
+    ok_search = ratio <= 3
     print(
         f"\nlist ≤ 5 ms: {'PASS' if ok_list else 'FAIL'}; "
         f"search median within 3x plain FTS5: {'PASS' if ok_search else 'FAIL'}"
