@@ -72,7 +72,11 @@ async def run_turn(
         response = await client.messages.create(
             model=model,
             max_tokens=1024,
-            system=system_text or "",
+            # Anthropic caches a prefix only up to an explicit breakpoint: mark the frozen system
+            # prompt (tools and system are the cached prefix; they never change within a turn).
+            system=[
+                {"type": "text", "text": system_text or "", "cache_control": {"type": "ephemeral"}}
+            ],
             messages=messages,  # type: ignore[arg-type]
             tools=tools.to_anthropic(),  # type: ignore[arg-type]
         )

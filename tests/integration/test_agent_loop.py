@@ -148,7 +148,9 @@ class AnthropicFlavor:
 
     @staticmethod
     def system(body: dict[str, Any]) -> str:
-        return str(body["system"])
+        (block,) = body["system"]
+        assert block["cache_control"] == {"type": "ephemeral"}  # the frozen prefix is cached
+        return str(block["text"])
 
     @staticmethod
     def tool_results(body: dict[str, Any]) -> dict[str, str]:
