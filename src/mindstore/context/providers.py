@@ -43,7 +43,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import yaml
 
-from mindstore.errors import InvalidKeyError
+from mindstore.errors import InvalidKeyError, MissingDependencyError
 from mindstore.prompt import BlockKind
 from mindstore.search import parse_query
 from mindstore.store.base import Entry, ScopeKey, Store
@@ -516,7 +516,13 @@ class FileSkillProvider:
             if self._fs is None:
                 import fsspec  # type: ignore[import-untyped]
 
-                fs, path = fsspec.core.url_to_fs(self.root, **self.storage_options)
+                try:
+                    fs, path = fsspec.core.url_to_fs(self.root, **self.storage_options)
+                except ImportError as exc:
+                    protocol = self.root.split("://", 1)[0].lower() if "://" in self.root else ""
+                    if protocol in ("s3", "s3a"):
+                        raise MissingDependencyError("s3fs", "s3") from exc
+                    raise
                 base = str(path).rstrip("/")
                 if self.prefix:
                     base = f"{base}/{self.prefix}" if base else self.prefix
