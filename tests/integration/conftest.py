@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -79,7 +79,7 @@ class ScriptedServer:
 
 
 @pytest.fixture
-def scripted_server() -> Iterator[type[ScriptedServer] | Any]:
+def scripted_server() -> Iterator[Callable[[str], ScriptedServer]]:
     """A factory ``scripted_server(path)``; every server it starts is closed after the test."""
     started: list[ScriptedServer] = []
 

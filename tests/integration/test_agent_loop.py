@@ -221,7 +221,7 @@ def load_example(flavor: Any) -> Any:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("flavor", [OpenAIFlavor, AnthropicFlavor], ids=lambda f: f.name)
-def test_agent_loop_over_two_process_starts(
+def test_agent_loop_across_process_starts(
     flavor: Any, scripted_server: Any, tmp_path: Path
 ) -> None:
     server = scripted_server(flavor.path)
