@@ -147,6 +147,8 @@ class Session(ContextMixin, CompactionMixin):
 
     def on_compaction(self, fn: Callable[..., Any]) -> Session:
         """Register ``fn(messages, context) -> CompactResult | None`` (sync or async)."""
+        if not callable(fn):
+            raise TypeError("on_compaction takes a callable fn(messages, context)")
         self._compact_fn = fn
         return self
 
@@ -155,8 +157,10 @@ class Session(ContextMixin, CompactionMixin):
     ) -> Session:
         """Compact automatically after an append once path + prompt tokens exceed
         ``threshold`` (strictly)."""
-        if threshold <= 0:
+        if isinstance(threshold, bool) or not isinstance(threshold, int | float) or threshold <= 0:
             raise ValueError("compact_after threshold must be a positive number of tokens")
+        if token_counter is not None and not callable(token_counter):
+            raise TypeError("token_counter must be a callable counter(messages, system_prompt)")
         self._compact_threshold = threshold
         self._compact_token_counter = token_counter
         return self
@@ -165,6 +169,8 @@ class Session(ContextMixin, CompactionMixin):
         self, handler: Callable[[BaseException], Any | Awaitable[Any]]
     ) -> Session:
         """Receive errors of automatic compaction (otherwise they are logged)."""
+        if not callable(handler):
+            raise TypeError("on_compaction_error takes a callable handler(error)")
         self._compaction_error_handler = handler
         return self
 

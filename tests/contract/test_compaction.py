@@ -603,3 +603,24 @@ async def test_row_limit_is_a_session_option(store: Store) -> None:
     assert stored is not None and len(dumps(stored).encode()) <= 10_000
     await s.append_message(msg("m1", "fits"))
     assert await s.get_message("m1") == msg("m1", "fits")
+
+
+async def test_add_compaction_accepts_virtual_summary_ids(store: Store) -> None:
+    s = Session.create(store, "virtual")
+    await chain(s, *m(*range(6)))
+    first = await s.add_compaction("first", "m1", "m2")
+    second = await s.add_compaction("second", f"compaction_{first.id}", "m4")
+    assert (second.from_message_id, second.to_message_id) == ("m1", "m4")
+    assert ids(await s.get_history()) == ["m0", f"compaction_{second.id}", "m5"]
+
+
+async def test_builder_rejects_bad_arguments(store: Store) -> None:
+    s = Session.create(store, "builder")
+    with pytest.raises(TypeError):
+        s.on_compaction("not callable")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        s.compact_after(0)
+    with pytest.raises(TypeError):
+        s.compact_after(10, token_counter=5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        s.on_compaction_error(None)  # type: ignore[arg-type]

@@ -146,6 +146,8 @@ class CompactionMixin:
         """Store a summary overlay over the path range ``from_id``..``to_id`` (DESIGN §6.1).
 
         Older overlays of that path lying inside the new range are marked superseded by it.
+        A virtual summary id (``compaction_<id>``) stands for the start (as ``from_id``) or the
+        end (as ``to_id``) of that overlay's range.
 
         Raises:
             MessageNotFoundError: either id does not exist in this session.
@@ -157,6 +159,15 @@ class CompactionMixin:
         validate_id(from_id, "from_id")
         validate_id(to_id, "to_id")
         found = {r.id for r in await self._store.get_messages(self._key, [from_id, to_id])}
+        compactions = await self._store.get_compactions(self._key)
+        # a virtual summary id seen in get_history() stands for the end of its range
+        virtual = {f"{COMPACTION_ID_PREFIX}{c.id}": c for c in compactions}
+        if from_id not in found and from_id in virtual:
+            from_id = virtual[from_id].from_message_id
+            found.add(from_id)
+        if to_id not in found and to_id in virtual:
+            to_id = virtual[to_id].to_message_id
+            found.add(to_id)
         for mid in (from_id, to_id):
             if mid not in found:
                 raise MessageNotFoundError(
@@ -170,7 +181,6 @@ class CompactionMixin:
                 f"on the path to {to_id!r}; a compaction covers a contiguous range of one path, "
                 "from_id first"
             )
-        compactions = await self._store.get_compactions(self._key)
         return await self._store_compaction(summary, ids, ids.index(from_id), compactions)
 
     async def expand_compaction(self, compaction_id: int) -> list[dict[str, Any]]:
