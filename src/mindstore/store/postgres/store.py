@@ -405,6 +405,7 @@ class PostgresStore:
         min_size: int = 1,
         max_size: int = 10,
         connect_timeout: float = 30.0,
+        settings: Mapping[str, str] | None = None,
     ) -> PostgresStore:
         """Migrate the database (under an advisory lock) and open a connection pool.
 
@@ -416,6 +417,10 @@ class PostgresStore:
             max_size: most connections the pool opens.
             connect_timeout: seconds to wait for a connection (at open and for each call)
                 before raising StoreError.
+            settings: server settings applied to every pooled connection with
+                ``set_config``, e.g. ``{"synchronous_commit": "off"}`` (commits no longer wait
+                for the WAL flush: much faster appends on slow disks; a server crash may lose
+                the last few commits, never corrupt or half-apply one).
 
         Raises:
             MissingDependencyError: psycopg is missing (``pip install 'mindstore[postgres]'``).
@@ -437,6 +442,11 @@ class PostgresStore:
         if min_size < 0 or max_size < max(1, min_size):
             raise ValueError("need 0 <= min_size <= max_size and max_size >= 1")
 
+        config = dict(settings or {})
+        for name, value in config.items():
+            if not isinstance(name, str) or not isinstance(value, str):
+                raise TypeError("settings must map setting names to string values")
+
         await _migrate(dsn, schema, connect_timeout)
 
         async def configure(conn: Conn) -> None:
@@ -447,6 +457,8 @@ class PostgresStore:
             await conn.execute("SET TIME ZONE 'UTC'")
             # to_tsquery NOTICEs about stop words are expected, not news.
             await conn.execute("SET client_min_messages TO warning")
+            for name, value in config.items():
+                await conn.execute("SELECT set_config(%s, %s, false)", (name, value))
 
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
             dsn,
