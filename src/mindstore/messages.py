@@ -137,7 +137,8 @@ def validate_message(message: Any, *, generate_id: bool = True) -> Message:
     if "id" not in copy or copy["id"] is None:
         if not generate_id:
             raise InvalidMessageError("message.id is required")
-        copy = {"id": new_message_id(), **copy}
+        # Replaces an explicit ``"id": None`` too.
+        copy = {"id": new_message_id(), **{k: v for k, v in copy.items() if k != "id"}}
     validate_id(copy["id"], "message.id")
     role = copy.get("role")
     if role not in ROLES:

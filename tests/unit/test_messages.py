@@ -46,11 +46,6 @@ def test_missing_id_is_generated_and_unique() -> None:
         validate_message(user(), generate_id=False)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="messages.validate_message builds {'id': new, **copy}, so an explicit id=None "
-    "overwrites the generated id (reported to the lead; fix: {**copy, 'id': new})",
-)
 def test_explicit_none_id_is_generated() -> None:
     assert validate_message({**user(), "id": None})["id"].startswith("msg_")
 
