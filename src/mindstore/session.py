@@ -248,7 +248,12 @@ class Session(ContextMixin, CompactionMixin):
         min_messages: int = 1,
         leaf_id: str | None = None,
     ) -> RecentHistory:
-        """The longest suffix of the path within the budgets (at least ``min_messages``)."""
+        """The longest suffix of the path within the budgets (at least ``min_messages``).
+
+        Budgets apply to the stored messages. Overlays are applied inside the window; when the
+        budget cuts through a summarised range, the window starts with that summary instead of
+        the covered messages it holds, so the result is always a suffix of ``get_history()``.
+        """
         window = await self._store.path_window(
             self._key,
             leaf_id,
