@@ -70,11 +70,6 @@ def test_tokenizers_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     _assert_names_extra(info.value, "tokenizers")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="FileSkillProvider lets fsspec's plain ImportError ('Install s3fs to access S3') "
-    "through instead of MissingDependencyError('s3fs', 's3') — reported to the context owner",
-)
 def test_s3_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     import fsspec  # noqa: F401 - loads fsspec.registry
 
