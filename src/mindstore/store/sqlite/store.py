@@ -19,11 +19,12 @@ Behaviour and invariants
   another process is waited for up to ``busy_timeout`` seconds (SQLite's busy handler, plus a
   retry of ``BEGIN`` on ``SQLITE_BUSY``), then :class:`~mindstore.errors.StoreError`.
 * **Threading.** sqlite3 calls run inline on the calling (event-loop) thread. Every operation is
-  a handful of indexed statements (tens of microseconds), far less than a thread hop per call
-  would cost (measured: handing each call to a worker thread roughly halved the append rate).
-  The one exception is waiting for another *process's* write lock, which blocks the loop for at
-  most the lock holder's transaction. A ``threading.RLock`` serialises use of the one connection
-  so a store may also be shared between threads.
+  a handful of indexed statements (an append is ~0.3 ms including its commit); a hop to a worker
+  thread per call (``asyncio.to_thread``) adds tens of microseconds of scheduling and wake-up per
+  call on top, for no gain, since one connection serialises the calls anyway. The cost of this
+  choice: waiting for another *process's* write lock blocks the loop for at most the lock
+  holder's transaction (or ``busy_timeout``). A ``threading.RLock`` serialises use of the one
+  connection so a store may also be shared between threads.
 * **Errors.** ``sqlite3.Error`` is translated to :class:`~mindstore.errors.StoreError` (the
   original on ``__cause__``) in one place (:meth:`SQLiteStore._tx`). Bad arguments raise
   ``ValueError``/``TypeError`` subclasses from :mod:`mindstore.errors` before any I/O.
