@@ -424,11 +424,11 @@ async def test_server_restart_in_flight_fails_later_calls_succeed(
 
 def test_search_query_is_never_executed_as_sql() -> None:
     """Query tokens are bound parameters: a hostile string only ever yields word tokens."""
-    from mindstore.store.postgres.fts import tsquery_sql
+    from mindstore.store.postgres.fts import search_sql
 
-    built = tsquery_sql(parse_query('\'; DROP TABLE messages; -- "a b" c* :* & | !'))
+    built = search_sql(parse_query('\'; DROP TABLE messages; -- "a b" c* :* & | !'))
     assert built is not None
-    sql, params = built
+    sql = f"{built.q_sql()} {built.where_sql('m')} {built.rank_sql('m', 1)}"
     assert "DROP" not in sql and "'" not in sql.replace("'mindstore_porter'", "")
-    for p in params:  # each a quoted lower-case word (with weight/prefix/phrase markers only)
+    for p in built.params:  # each a quoted lower-case word (with weight/prefix/phrase markers)
         assert re.fullmatch(r"'[^\W_]+'(:[AC*])?( <-> '[^\W_]+':[AC])*", p), p

@@ -1,13 +1,14 @@
 """Full-text search pieces of the PostgreSQL backend. Pure: builds SQL fragments and parameters.
 
-The stored ``tsvector`` (see migration m002) holds, for one document with a main text and a
-secondary text (messages: text/reasoning and tool text; entries: key+content and description):
+Each document (messages: text/reasoning as the main text, tool names/inputs/outputs as the
+secondary text; entries: key+content and description) has two vectors:
 
-* ``mindstore_porter`` lexemes (original Porter stemmer, no stop words — what SQLite's FTS5
-  ``porter`` tokenizer produces) of the main text at weight A and of the secondary text at
-  weight C (words and phrases);
-* ``simple`` lexemes (lower-cased, unstemmed) of the main text at weight B and of the secondary
-  text at weight D (prefixes as typed, stop words).
+* ``tsv``: ``mindstore_porter`` lexemes (original Porter stemmer, no stop words — what SQLite's
+  FTS5 ``porter`` tokenizer produces) of the main text at weight A and of the secondary text at
+  weight C — answers words and phrases, and ranks;
+* ``tsv_prefix``: ``simple`` lexemes (lower-cased, as typed) with the same weights — answers
+  ``prefix*`` terms. Keeping it separate keeps ``tsv`` as small as a one-config vector, so
+  ranking the (often many) matches of a common word costs no more than a plain tsvector query.
 
 Both sides see the same tokens: the texts are split with :func:`mindstore.search.word_tokens`
 and re-joined with spaces before ``to_tsvector``, so PostgreSQL's own parser (which treats
@@ -17,16 +18,17 @@ query side or from the SQLite backend.
 Query side — only :class:`~mindstore.search.ParsedQuery` tokens (nothing but word characters)
 ever reach a tsquery, always quoted, always as bound parameters:
 
-* a word ``w``: ``to_tsquery('mindstore_porter', 'w')`` (stemmed);
+* a word ``w``: ``to_tsquery('mindstore_porter', 'w')`` against ``tsv`` (stemmed);
 * a phrase: the stemmed words adjacent (``<->``) within ONE weight — A or C — so a phrase never
-  matches across the text/tool boundary or the stemmed/unstemmed copies;
-* a prefix ``p``: ``'p':*`` as a raw tsquery, unstemmed;
-* terms are ANDed (``&&``).
+  matches across the text/tool boundary;
+* a prefix ``p``: ``'p':*`` as a raw tsquery against ``tsv_prefix`` (unstemmed);
+* terms are ANDed (``&&``, and both vectors must match when both kinds of terms are present).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from mindstore.search import ParsedQuery, word_tokens
@@ -34,8 +36,9 @@ from mindstore.search import ParsedQuery, word_tokens
 __all__ = [
     "CONFIG",
     "MAX_LEXEME_BYTES",
+    "SearchSQL",
     "index_tokens",
-    "tsquery_sql",
+    "search_sql",
     "tsvector_sql",
 ]
 
@@ -45,21 +48,19 @@ CONFIG: Final = "mindstore_porter"
 MAX_LEXEME_BYTES: Final = 2046
 """PostgreSQL drops longer words from a tsvector (and rejects them in a tsquery literal)."""
 
-# tsvector values are limited to 1 MiB. Under this many characters of joined tokens the vector
-# (four copies at most: stemmed/simple x main/secondary) cannot come near the limit; above it
-# the token stream is cut using a size estimate.
+# tsvector values are limited to 1 MiB. Under this many characters of joined tokens a vector
+# cannot come near the limit; above it the token stream is cut using a size estimate.
 _FAST_PATH_CHARS: Final = 40_000
 _VECTOR_BUDGET: Final = 700_000
 
 
-def tsvector_sql(main: str, secondary: str) -> str:
-    """SQL expression building the stored vector from two text expressions (already tokenised
-    with :func:`index_tokens`)."""
+def tsvector_sql(main: str, secondary: str, config: str = CONFIG) -> str:
+    """SQL expression building a stored vector from two text expressions (already tokenised
+    with :func:`index_tokens`); ``config`` is CONFIG for ``tsv``, ``'simple'`` for
+    ``tsv_prefix``."""
     return (
-        f"setweight(to_tsvector('{CONFIG}', {main}), 'A')"
-        f" || setweight(to_tsvector('{CONFIG}', {secondary}), 'C')"
-        f" || setweight(to_tsvector('simple', {main}), 'B')"
-        f" || setweight(to_tsvector('simple', {secondary}), 'D')"
+        f"setweight(to_tsvector('{config}', {main}), 'A')"
+        f" || setweight(to_tsvector('{config}', {secondary}), 'C')"
     )
 
 
@@ -85,11 +86,11 @@ def _cap(tokens: list[str], seen: dict[str, int], budget: list[int]) -> list[str
         n = seen.get(t)
         if n is None:
             size = len(t.encode())
-            # a new lexeme in both configs: entry header + text (+ alignment) + one position
-            cost = 2 * (size + 10) if size <= MAX_LEXEME_BYTES else 0
+            # a new lexeme: entry header + text (+ alignment) + one position
+            cost = size + 10 if size <= MAX_LEXEME_BYTES else 0
             seen[t] = 1
         else:
-            cost = 4 if n < 256 else 0  # PostgreSQL keeps at most 256 positions per lexeme
+            cost = 2 if n < 256 else 0  # PostgreSQL keeps at most 256 positions per lexeme
             seen[t] = n + 1
         budget[0] -= cost
         if budget[0] < 0:
@@ -104,12 +105,50 @@ def _quote(token: str) -> str:
     return f"'{token}'"
 
 
-def tsquery_sql(query: ParsedQuery) -> tuple[str, list[Any]] | None:
-    """A tsquery SQL expression (with ``%s`` placeholders) and its parameters.
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SearchSQL:
+    """SQL pieces for one parsed query; ``params`` follow the placeholders of ``stem`` then
+    ``prefix``."""
 
-    Returns None when nothing can match (a token longer than any indexable word), so callers
-    return ``[]`` without asking the server.
-    """
+    stem: str | None  # tsquery expression for ``tsv`` (words, phrases)
+    prefix: str | None  # tsquery expression for ``tsv_prefix`` (prefixes)
+    params: list[Any]
+
+    def where_sql(self, alias: str) -> str:
+        """The match condition on table ``alias`` (uses ``q.stem``/``q.prefix`` columns)."""
+        conds = []
+        if self.stem is not None:
+            conds.append(f"{alias}.tsv @@ q.stem")
+        if self.prefix is not None:
+            conds.append(f"{alias}.tsv_prefix @@ q.prefix")
+        return " AND ".join(conds)
+
+    def rank_sql(self, alias: str, normalization: int) -> str:
+        ranks = []
+        if self.stem is not None:
+            ranks.append(f"ts_rank({alias}.tsv, q.stem, {normalization})")
+        if self.prefix is not None:
+            ranks.append(f"ts_rank({alias}.tsv_prefix, q.prefix, {normalization})")
+        return " + ".join(ranks)
+
+    def q_sql(self) -> str:
+        """``SELECT`` list computing the queries once: ``stem``, ``prefix``, ``hl`` (both,
+        for ts_headline)."""
+        stem = self.stem or "NULL::tsquery"
+        prefix = self.prefix or "NULL::tsquery"
+        if self.stem is not None and self.prefix is not None:
+            hl = "s.stem && s.prefix"
+        else:
+            hl = "coalesce(s.stem, s.prefix)"
+        return (
+            f"SELECT s.stem, s.prefix, {hl} AS hl "
+            f"FROM (SELECT {stem} AS stem, {prefix} AS prefix) s"
+        )
+
+
+def search_sql(query: ParsedQuery) -> SearchSQL | None:
+    """Build the tsqueries for ``query``; None when nothing can match (empty, or a token longer
+    than any indexable word), so callers return ``[]`` without asking the server."""
     tokens = [*query.words, *query.prefixes, *(t for p in query.phrases for t in p)]
     if any(len(t.encode()) > MAX_LEXEME_BYTES for t in tokens):
         return None
@@ -121,12 +160,15 @@ def tsquery_sql(query: ParsedQuery) -> tuple[str, list[Any]] | None:
     for phrase in query.phrases:
         terms.append(f"(to_tsquery('{CONFIG}', %s) || to_tsquery('{CONFIG}', %s))")
         params += [_phrase(phrase, "A"), _phrase(phrase, "C")]
+    prefixes = []
     for p in query.prefixes:
-        terms.append("%s::tsquery")
+        prefixes.append("%s::tsquery")
         params.append(f"{_quote(p)}:*")
-    if not terms:
+    if not terms and not prefixes:
         return None
-    return " && ".join(terms), params
+    return SearchSQL(
+        stem=" && ".join(terms) or None, prefix=" && ".join(prefixes) or None, params=params
+    )
 
 
 def _phrase(words: Sequence[str], weight: str) -> str:

@@ -77,15 +77,16 @@ m001_message_tree: Final = [
 ]
 
 # Why: DESIGN §5 wants stemmed words and phrases AND prefixes matched as typed (``deploym*``
-# finds "deployment", which a stemmed vector cannot do). One tsvector holds both: stemmed
-# lexemes of the text (weight A) and of the tool text (C), then 'simple' (unstemmed) lexemes of
-# the text (B) and of the tool text (D). Phrase queries are restricted to one weight, so a phrase
-# never matches across the text/tool boundary or across the stemmed/unstemmed copies. Stemming
-# uses the original Porter stemmer with no stop words (``mindstore_porter``), the same as
-# SQLite's FTS5 ``porter`` tokenizer, so both backends stem alike (the built-in 'english' config
-# is Porter2 and drops stop words). The vector is written by the same INSERT/UPDATE as the
-# message (same transaction: no ghosts). ``text`` and ``tool_text`` keep the original indexed
-# text for SearchResult.text and ts_headline snippets.
+# finds "deployment", which a stemmed vector cannot do). Two vectors per message: ``tsv`` holds
+# stemmed lexemes of the text (weight A) and of the tool text (C) — phrase queries are restricted
+# to one weight, so a phrase never matches across the text/tool boundary — and ``tsv_prefix``
+# the same as typed ('simple'), used only by prefix terms, so ``tsv`` stays as small as a plain
+# one-config vector and ranking many matches stays cheap. Stemming uses the original Porter
+# stemmer with no stop words (``mindstore_porter``), the same as SQLite's FTS5 ``porter``
+# tokenizer, so both backends stem alike (the built-in 'english' config is Porter2 and drops
+# stop words). Vectors are written by the same INSERT/UPDATE as the message (same transaction:
+# no ghosts). ``text`` and ``tool_text`` keep the original indexed text for SearchResult.text
+# and ts_headline snippets.
 m002_message_search: Final = [
     "CREATE TEXT SEARCH DICTIONARY mindstore_porter (TEMPLATE = snowball, Language = porter)",
     "CREATE TEXT SEARCH CONFIGURATION mindstore_porter (COPY = simple)",
@@ -97,7 +98,9 @@ m002_message_search: Final = [
     "ALTER TABLE messages ADD COLUMN text text NOT NULL DEFAULT ''",
     "ALTER TABLE messages ADD COLUMN tool_text text NOT NULL DEFAULT ''",
     "ALTER TABLE messages ADD COLUMN tsv tsvector NOT NULL DEFAULT ''::tsvector",
+    "ALTER TABLE messages ADD COLUMN tsv_prefix tsvector NOT NULL DEFAULT ''::tsvector",
     "CREATE INDEX messages_search ON messages USING gin (tsv)",
+    "CREATE INDEX messages_search_prefix ON messages USING gin (tsv_prefix)",
 ]
 
 # Why: compaction overlays, context blocks, the frozen prompt and loaded-skill state (DESIGN §4,
@@ -153,8 +156,8 @@ m003_context_state: Final = [
 ]
 
 # Why: keyed documents for StoreSearchProvider / StoreSkillProvider, searchable with the same
-# query language as messages. The vector follows the message scheme: stemmed lexemes of key and
-# content (A) and description (C), simple lexemes of the same (B, D).
+# query language as messages, with the same two vectors: key and content at weight A,
+# description at C.
 m004_entries: Final = [
     """
     CREATE TABLE entries (
@@ -166,11 +169,13 @@ m004_entries: Final = [
         description text,
         updated_at timestamptz NOT NULL DEFAULT clock_timestamp(),
         tsv tsvector NOT NULL DEFAULT ''::tsvector,
+        tsv_prefix tsvector NOT NULL DEFAULT ''::tsvector,
         PRIMARY KEY (namespace, scope, label, key)
     )
     """,
     "CREATE INDEX entries_by_update ON entries (namespace, scope, label, updated_at)",
     "CREATE INDEX entries_search ON entries USING gin (tsv)",
+    "CREATE INDEX entries_search_prefix ON entries USING gin (tsv_prefix)",
 ]
 
 MIGRATIONS: Final[list[tuple[int, str, list[str]]]] = [

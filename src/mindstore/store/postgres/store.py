@@ -43,9 +43,10 @@ as TEXT JSON, ``tokens``, ``nbytes``, ``created_at``, search columns), ``compact
 namespace-wide, ``prompts``, ``skill_states``. Paths are recursive CTEs over ``parent_seq``
 (no depth limit).
 
-Search: see :mod:`.fts` — one tsvector per row with Porter-stemmed and simple (as typed)
-lexemes, a tsquery built from parsed tokens only, ``ts_rank`` (length-normalised) ordering,
-ties by ``seq`` descending, ``ts_headline`` snippets marking matches with ``[`` ``]``.
+Search: see :mod:`.fts` — a Porter-stemmed tsvector (words, phrases, ranking) and an as-typed
+one (prefixes) per row, tsqueries built from parsed tokens only, ``ts_rank`` (length-normalised)
+ordering, ties by ``seq`` descending, ``ts_headline`` snippets marking matches with ``[``
+``]``.
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ from mindstore.store.base import (
     StoredMessage,
     _Sentinel,
 )
-from mindstore.store.postgres.fts import index_tokens, tsquery_sql, tsvector_sql
+from mindstore.store.postgres.fts import index_tokens, search_sql, tsvector_sql
 from mindstore.store.postgres.migrations import LATEST_VERSION, MIGRATIONS, SCHEMA_TABLE_SQL
 
 if TYPE_CHECKING:
@@ -257,6 +258,7 @@ _SESSION_COLS = (
 _COMPACTION_COLS = "id, from_id, to_id, summary, created_at, superseded_by, reverted"
 
 _MESSAGE_TSV = tsvector_sql("%(itext)s", "%(itool)s")
+_MESSAGE_TSV_PREFIX = tsvector_sql("%(itext)s", "%(itool)s", "simple")
 
 # Upsert the sessions row, which locks it until the end of the transaction.
 _LOCK_SESSION_SQL = (
@@ -269,8 +271,8 @@ _LOCK_SESSION_SQL = (
 _INSERT_ONE_SQL = (
     "WITH ins AS ("
     " INSERT INTO messages (sid, id, parent_seq, role, content, tokens, nbytes, text, tool_text,"
-    " tsv) VALUES (%(sid)s, %(id)s, %(parent)s, %(role)s, %(content)s, %(tokens)s, %(nbytes)s,"
-    " %(text)s, %(tool)s, " + _MESSAGE_TSV + ")"
+    " tsv, tsv_prefix) VALUES (%(sid)s, %(id)s, %(parent)s, %(role)s, %(content)s, %(tokens)s,"
+    " %(nbytes)s, %(text)s, %(tool)s, " + _MESSAGE_TSV + ", " + _MESSAGE_TSV_PREFIX + ")"
     " ON CONFLICT (sid, id) DO NOTHING RETURNING seq"
     ") UPDATE sessions SET leaf_seq = ins.seq, message_count = message_count + 1,"
     " updated_at = clock_timestamp() FROM ins WHERE sessions.sid = %(sid)s RETURNING ins.seq"
@@ -278,9 +280,13 @@ _INSERT_ONE_SQL = (
 
 _INSERT_MANY_SQL = (
     "INSERT INTO messages (seq, sid, id, parent_seq, role, content, tokens, nbytes, text,"
-    " tool_text, tsv) "
+    " tool_text, tsv, tsv_prefix) "
     "SELECT u.seq, %(sid)s, u.id, u.parent, u.role, u.content, u.tokens, u.nbytes, u.text,"
-    " u.tool, " + tsvector_sql("u.itext", "u.itool") + " FROM unnest("
+    " u.tool, "
+    + tsvector_sql("u.itext", "u.itool")
+    + ", "
+    + tsvector_sql("u.itext", "u.itool", "simple")
+    + " FROM unnest("
     "%(seqs)s::bigint[], %(ids)s::text[], %(parents)s::bigint[], %(roles)s::text[],"
     " %(contents)s::text[], %(tokens)s::int[], %(nbytes)s::int[], %(texts)s::text[],"
     " %(tools)s::text[], %(itexts)s::text[], %(itools)s::text[]"
@@ -289,6 +295,7 @@ _INSERT_MANY_SQL = (
 )
 
 _ENTRY_TSV = tsvector_sql("%(imain)s", "%(idesc)s")
+_ENTRY_TSV_PREFIX = tsvector_sql("%(imain)s", "%(idesc)s", "simple")
 
 
 def _message(row: Sequence[Any]) -> StoredMessage:
@@ -855,7 +862,8 @@ class PostgresStore:
             cur = await conn.execute(
                 "UPDATE messages m SET role = %(role)s, content = %(content)s, "
                 "tokens = %(tokens)s, nbytes = %(nbytes)s, text = %(text)s, tool_text = %(tool)s, "
-                f"tsv = {_MESSAGE_TSV} FROM sessions s WHERE s.sid = m.sid "
+                f"tsv = {_MESSAGE_TSV}, tsv_prefix = {_MESSAGE_TSV_PREFIX} "
+                "FROM sessions s WHERE s.sid = m.sid "
                 "AND s.namespace = %(ns)s AND s.session_id = %(sess)s AND m.id = %(id)s",
                 {
                     "role": role,
@@ -996,26 +1004,26 @@ class PostgresStore:
                 return []
         if query.empty or limit <= 0:
             return []
-        built = tsquery_sql(query)
+        built = search_sql(query)
         if built is None:
             return []
-        q_sql, params = built
-        where = ["m.tsv @@ q.q", "s.namespace = %s"]
+        params = list(built.params)
+        where = [built.where_sql("m"), "s.namespace = %s"]
         params.append(namespace)
         if session_ids is not None:
             where.append("s.session_id = ANY(%s)")
             params.append(session_ids)
         params.append(limit)
         sql = (
-            f"WITH q AS MATERIALIZED (SELECT {q_sql} AS q), hits AS ("
+            f"WITH q AS MATERIALIZED ({built.q_sql()}), hits AS ("
             " SELECT s.session_id, m.id, m.role, m.text, m.tool_text, m.created_at, m.seq,"
-            f" ts_rank(m.tsv, q.q, {_RANK_NORMALIZATION}) AS rank"
+            f" {built.rank_sql('m', _RANK_NORMALIZATION)} AS rank"
             " FROM q, messages m JOIN sessions s ON s.sid = m.sid"
             f" WHERE {' AND '.join(where)}"
             " ORDER BY rank DESC, m.seq DESC LIMIT %s"
             ") SELECT h.session_id, h.id, h.role, h.text, h.tool_text, h.rank, h.created_at,"
             " ts_headline('mindstore_porter', left(concat_ws(E'\\n', NULLIF(h.text, ''),"
-            f" NULLIF(h.tool_text, '')), {_SNIPPET_CHARS}), q.q, '{_HEADLINE_OPTIONS}')"
+            f" NULLIF(h.tool_text, '')), {_SNIPPET_CHARS}), q.hl, '{_HEADLINE_OPTIONS}')"
             " FROM hits h, q ORDER BY h.rank DESC, h.seq DESC"
         )
         rows = await self._fetchall(sql, params)
@@ -1295,11 +1303,14 @@ class PostgresStore:
 
         async def run(conn: Conn) -> None:
             await conn.execute(
-                "INSERT INTO entries (namespace, scope, label, key, content, description, tsv) "
+                "INSERT INTO entries (namespace, scope, label, key, content, description, tsv, "
+                "tsv_prefix) "
                 "VALUES (%(ns)s, %(scope)s, %(label)s, %(key)s, %(content)s, %(desc)s, "
-                f"{_ENTRY_TSV}) ON CONFLICT (namespace, scope, label, key) DO UPDATE SET "
+                f"{_ENTRY_TSV}, {_ENTRY_TSV_PREFIX}) "
+                "ON CONFLICT (namespace, scope, label, key) DO UPDATE SET "
                 "content = excluded.content, description = excluded.description, "
-                "tsv = excluded.tsv, updated_at = clock_timestamp()",
+                "tsv = excluded.tsv, tsv_prefix = excluded.tsv_prefix, "
+                "updated_at = clock_timestamp()",
                 {
                     "ns": k[0],
                     "scope": k[1],
@@ -1368,21 +1379,20 @@ class PostgresStore:
         _check_int(limit, "limit")
         if query.empty or limit <= 0:
             return []
-        built = tsquery_sql(query)
+        built = search_sql(query)
         if built is None:
             return []
-        q_sql, params = built
-        params.extend([*k, limit])
+        params = [*built.params, *k, limit]
         sql = (
-            f"WITH q AS MATERIALIZED (SELECT {q_sql} AS q), hits AS ("
+            f"WITH q AS MATERIALIZED ({built.q_sql()}), hits AS ("
             " SELECT e.key, e.content, e.description, e.updated_at,"
-            f" ts_rank(e.tsv, q.q, {_RANK_NORMALIZATION}) AS rank"
-            " FROM q, entries e WHERE e.tsv @@ q.q"
+            f" {built.rank_sql('e', _RANK_NORMALIZATION)} AS rank"
+            f" FROM q, entries e WHERE {built.where_sql('e')}"
             " AND e.namespace = %s AND e.scope = %s AND e.label = %s"
             " ORDER BY rank DESC, e.updated_at DESC, e.key DESC LIMIT %s"
             ") SELECT h.key, h.content, h.description, h.rank,"
             " ts_headline('mindstore_porter', left(concat_ws(E'\\n', h.content, h.description),"
-            f" {_SNIPPET_CHARS}), q.q, '{_HEADLINE_OPTIONS}')"
+            f" {_SNIPPET_CHARS}), q.hl, '{_HEADLINE_OPTIONS}')"
             " FROM hits h, q ORDER BY h.rank DESC, h.updated_at DESC, h.key DESC"
         )
         rows = await self._fetchall(sql, params)

@@ -1,0 +1,355 @@
+"""PostgreSQL benchmark: PostgresStore against plain psycopg doing the same work, same run.
+
+Run::
+
+    .venv/bin/python bench/bench_postgres.py --quick   # smaller sizes
+    .venv/bin/python bench/bench_postgres.py           # full: search over 100,000 messages
+
+The server is ``MINDSTORE_BENCH_POSTGRES_URL`` (else ``MINDSTORE_TEST_POSTGRES_URL``, else
+``postgresql://postgres@127.0.0.1:5432/test``); everything happens in a throw-away schema that
+is dropped at the end. Workloads (issue 6 targets):
+
+1. throughput of 1, 2, 4 and 8 processes each appending to its own session (durable commits,
+   the server's default) — the scaling on this machine, reported as measured;
+2. single-process appends one at a time: ``Session.append_message`` vs plain psycopg sending
+   the same statements (BEGIN; upsert-and-lock the session row; insert the message with its
+   tsvector and move the leaf pointer; COMMIT) — once with durable commits and once with
+   ``synchronous_commit=off``, where the WAL flush no longer hides the library's overhead
+   (target ≤ 1.5×);
+3. reading a 5,000-message path: ``get_history()`` vs plain psycopg running the same recursive
+   query and ``json.loads`` on each row (target ≤ 1.5×);
+4. search over 100,000 messages (quick: 30,000) in 100 sessions, median over a query mix:
+   ``Session.search`` (ranked, with ts_headline snippets) vs a plain ``tsvector @@ tsquery …
+   ORDER BY ts_rank LIMIT 20`` on a one-config copy of the same text (target ≤ 2×).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import random
+import statistics
+import sys
+import time
+import uuid
+from typing import Any
+
+import psycopg
+from psycopg import sql as pgsql
+
+from mindstore.search import parse_query
+from mindstore.session import Session
+from mindstore.store.base import NewMessage, SessionKey
+from mindstore.store.postgres import PostgresStore
+from mindstore.store.postgres import store as pgstore
+from mindstore.store.postgres.fts import index_tokens
+
+URL = (
+    os.environ.get("MINDSTORE_BENCH_POSTGRES_URL")
+    or os.environ.get("MINDSTORE_TEST_POSTGRES_URL")
+    or "postgresql://postgres@127.0.0.1:5432/test"
+)
+
+RNG = random.Random(42)
+VOCAB = [
+    "".join(RNG.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(RNG.randint(3, 9)))
+    for _ in range(5000)
+] + ["deployment", "deploying", "deployed", "kubernetes", "database", "migration", "latency"]
+WEIGHTS = [1.0 / (i + 1) for i in range(len(VOCAB))]
+
+
+def sentence(n: int, rng: random.Random = RNG) -> str:
+    return " ".join(rng.choices(VOCAB, weights=WEIGHTS, k=n))
+
+
+def make_message(i: int, rng: random.Random = RNG) -> dict[str, Any]:
+    return {
+        "id": f"m{i}",
+        "role": "user" if i % 2 == 0 else "assistant",
+        "parts": [{"type": "text", "text": sentence(rng.randint(15, 40), rng)}],
+    }
+
+
+def ratio(ours: float, base: float) -> str:
+    return f"{ours / base:.2f}x" if base > 0 else "n/a"
+
+
+ROWS: list[tuple[str, str, str, str, str]] = []
+
+
+def row(workload: str, ours: str, base: str, r: str, target: str) -> None:
+    ROWS.append((workload, ours, base, r, target))
+    print(f"  {workload}: mindstore {ours} | baseline {base} | {r} (target {target})", flush=True)
+
+
+# ---- 1. multi-process scaling ------------------------------------------------------------------
+def _scale_worker(schema: str, worker: int, n: int, start: Any, out: Any) -> None:
+    async def run() -> None:
+        store = await PostgresStore.open(URL, schema=schema, min_size=1, max_size=1)
+        try:
+            s = Session.create(store, f"scale-{uuid.uuid4().hex[:8]}-{worker}")
+            rng = random.Random(worker)
+            msgs = [make_message(i, rng) for i in range(n)]
+            start.wait(120)
+            t0 = time.perf_counter()
+            for m in msgs:
+                await s.append_message(m)
+            out.put(time.perf_counter() - t0)
+        finally:
+            await store.aclose()
+
+    asyncio.run(run())
+
+
+def bench_scaling(schema: str, per_process: int) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    base_rate = 0.0
+    for procs in (1, 2, 4, 8):
+        start, out = ctx.Event(), ctx.Queue()
+        ps = [
+            ctx.Process(target=_scale_worker, args=(schema, w, per_process, start, out))
+            for w in range(procs)
+        ]
+        for p in ps:
+            p.start()
+        time.sleep(0.5 + 0.3 * procs)  # let every worker import, connect and build messages
+        start.set()
+        elapsed = [out.get(timeout=600) for _ in ps]
+        for p in ps:
+            p.join()
+        total_rate = procs * per_process / max(elapsed)
+        if procs == 1:
+            base_rate = total_rate
+        row(
+            f"appends, {procs} process(es) x {per_process}, separate sessions",
+            f"{total_rate:,.0f}/s",
+            "1 process",
+            f"{total_rate / base_rate:.2f}x of 1 process",
+            f"scaling (cores: {os.cpu_count()})",
+        )
+
+
+# ---- 2. single-process appends -----------------------------------------------------------------
+async def plain_appends(conn: Any, session: str, msgs: list[dict[str, Any]]) -> float:
+    """The statements PostgresStore sends for an auto-parented append, with plain psycopg."""
+    t0 = time.perf_counter()
+    for m in msgs:
+        content = json.dumps(m, ensure_ascii=False, separators=(",", ":"))
+        text = m["parts"][0]["text"]
+        itext, itool = index_tokens(text, "")
+        async with conn.transaction():
+            cur = await conn.execute(pgstore._LOCK_SESSION_SQL, ("plain", session))
+            sid, leaf = await cur.fetchone()
+            await conn.execute(
+                pgstore._INSERT_ONE_SQL,
+                {
+                    "sid": sid,
+                    "id": m["id"],
+                    "parent": leaf,
+                    "role": m["role"],
+                    "content": content,
+                    "tokens": 10,
+                    "nbytes": len(content.encode()),
+                    "text": text,
+                    "tool": "",
+                    "itext": itext,
+                    "itool": itool,
+                },
+            )
+    return time.perf_counter() - t0
+
+
+async def bench_appends(schema: str, n: int, label: str, settings: dict[str, str]) -> None:
+    store = await PostgresStore.open(URL, schema=schema, min_size=1, max_size=1, settings=settings)
+    conn = await psycopg.AsyncConnection.connect(URL, autocommit=True)
+    try:
+        await conn.execute(pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(schema)))
+        for name, value in settings.items():
+            await conn.execute("SELECT set_config(%s, %s, false)", (name, value))
+        ours: list[float] = []
+        base: list[float] = []
+        for rnd in range(3):  # interleaved rounds: both sides see the same machine load
+            msgs = [make_message(i) for i in range(n)]
+            s = Session.create(store, f"append-{label}-{rnd}")
+            t0 = time.perf_counter()
+            for m in msgs:
+                await s.append_message(m)
+            ours.append(time.perf_counter() - t0)
+            base.append(await plain_appends(conn, f"plain-{label}-{rnd}", msgs))
+        o, b = min(ours), min(base)
+        row(
+            f"append one at a time ({label}), {n} msgs",
+            f"{n / o:,.0f}/s",
+            f"{n / b:,.0f}/s",
+            ratio(o, b) + " time",
+            "<= 1.5x",
+        )
+    finally:
+        await conn.close()
+        await store.aclose()
+
+
+# ---- 3. history read -----------------------------------------------------------------------------
+async def bench_history(schema: str, n: int) -> None:
+    store = await PostgresStore.open(URL, schema=schema, min_size=1, max_size=1)
+    conn = await psycopg.AsyncConnection.connect(URL, autocommit=True)
+    try:
+        await conn.execute(pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(schema)))
+        s = Session.create(store, "history")
+        msgs = [make_message(i) for i in range(n)]
+        for start in range(0, n, 1000):
+            await store.append(s.key, [NewMessage(message=m) for m in msgs[start : start + 1000]])
+        await conn.execute("ANALYZE messages")
+        cur = await conn.execute(
+            "SELECT leaf_seq FROM sessions WHERE namespace = 'default' AND session_id = 'history'"
+        )
+        (leaf,) = await cur.fetchone()  # type: ignore[misc]
+        plain_sql = pgstore._PATH_SQL.format(leaf="%s")
+
+        async def plain() -> list[dict[str, Any]]:
+            c = await conn.execute(plain_sql, (leaf,))
+            rows = await c.fetchall()
+            rows.reverse()
+            return [json.loads(r[3]) for r in rows]
+
+        ours: list[float] = []
+        base: list[float] = []
+        for _ in range(7):
+            t0 = time.perf_counter()
+            h = await s.get_history()
+            ours.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            p = await plain()
+            base.append(time.perf_counter() - t0)
+            assert len(h) == len(p) == n
+        o, b = statistics.median(ours), statistics.median(base)
+        row(
+            f"read a {n:,}-message path",
+            f"{o * 1000:.1f} ms",
+            f"{b * 1000:.1f} ms",
+            ratio(o, b),
+            "<= 1.5x",
+        )
+    finally:
+        await conn.close()
+        await store.aclose()
+
+
+# ---- 4. search -----------------------------------------------------------------------------------
+async def bench_search(schema: str, n: int) -> None:
+    store = await PostgresStore.open(URL, schema=schema, min_size=1, max_size=1)
+    conn = await psycopg.AsyncConnection.connect(URL, autocommit=True)
+    try:
+        await conn.execute(pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(schema)))
+        await conn.execute(
+            "CREATE TABLE plain_search (seq bigint PRIMARY KEY, body text, tsv tsvector)"
+        )
+        rng = random.Random(7)
+        sessions = 100
+        per = n // sessions
+        t0 = time.perf_counter()
+        for sidx in range(sessions):
+            key = SessionKey(namespace="search", session_id=f"s{sidx}")
+            msgs = [make_message(sidx * per + i, rng) for i in range(per)]
+            await store.append(key, [NewMessage(message=m) for m in msgs])
+        await conn.execute(
+            "INSERT INTO plain_search SELECT seq, text, to_tsvector('english', text) FROM messages"
+        )
+        await conn.execute("CREATE INDEX plain_search_tsv ON plain_search USING gin (tsv)")
+        await conn.execute("ANALYZE")
+        print(f"  (loaded {n:,} messages in {time.perf_counter() - t0:.1f} s)", flush=True)
+
+        queries = [
+            "deployment",
+            "kubernetes database",
+            "latency",
+            '"deployment kubernetes"',
+            "migration",
+            VOCAB[3],
+            VOCAB[40],
+            VOCAB[400],
+            f"{VOCAB[10]} {VOCAB[20]}",
+            VOCAB[2000],
+        ]
+        plain_sql = (
+            "SELECT seq, body, ts_rank(tsv, q) AS r FROM plain_search, "
+            "plainto_tsquery('english', %s) q WHERE tsv @@ q ORDER BY r DESC LIMIT 20"
+        )
+        ours: list[float] = []
+        base: list[float] = []
+        hits = 0
+        for _ in range(3):
+            for q in queries:
+                parsed = parse_query(q)
+                t0 = time.perf_counter()
+                res = await store.search("search", parsed, limit=20)
+                ours.append(time.perf_counter() - t0)
+                hits += len(res)
+                t0 = time.perf_counter()
+                c = await conn.execute(plain_sql, (q.replace('"', ""),))
+                await c.fetchall()
+                base.append(time.perf_counter() - t0)
+        o, b = statistics.median(ours), statistics.median(base)
+        row(
+            f"search {n:,} msgs / {sessions} sessions, median of {len(ours)}",
+            f"{o * 1000:.2f} ms",
+            f"{b * 1000:.2f} ms",
+            ratio(o, b),
+            "<= 2x",
+        )
+        assert hits > 0
+    finally:
+        await conn.close()
+        await store.aclose()
+
+
+async def migrate(schema: str) -> None:
+    store = await PostgresStore.open(URL, schema=schema)
+    await store.aclose()
+
+
+async def drop(schema: str) -> None:
+    async with await psycopg.AsyncConnection.connect(URL, autocommit=True) as conn:
+        await conn.execute(
+            pgsql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(pgsql.Identifier(schema))
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes")
+    args = parser.parse_args()
+    quick = args.quick
+    schema = f"mindstore_bench_{uuid.uuid4().hex[:12]}"
+    print(f"PostgreSQL benchmark ({'quick' if quick else 'full'}), schema {schema}", flush=True)
+    try:
+        asyncio.run(migrate(schema))
+        bench_scaling(schema, 100 if quick else 400)
+        asyncio.run(bench_appends(schema, 200 if quick else 1000, "durable", {}))
+        asyncio.run(
+            bench_appends(
+                schema,
+                300 if quick else 2000,
+                "synchronous_commit=off",
+                {"synchronous_commit": "off"},
+            )
+        )
+        asyncio.run(bench_history(schema, 5000))
+        asyncio.run(bench_search(schema, 30_000 if quick else 100_000))
+    finally:
+        asyncio.run(drop(schema))
+    header = ("workload", "mindstore", "baseline", "ratio", "target")
+    widths = [max(len(r[i]) for r in [*ROWS, header]) for i in range(5)]
+    print()
+    print(" | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+    print("-+-".join("-" * w for w in widths))
+    for r in ROWS:
+        print(" | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+    print(f"\n(load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
