@@ -120,7 +120,7 @@ class Config:
 FULL = Config(
     quick=False,
     w1_messages=5_000,
-    w1_budget_s=20.0,
+    w1_budget_s=12.0,
     w1_chunk=250,
     recent=50,
     w5_sessions=200,
@@ -129,9 +129,9 @@ FULL = Config(
     w6_messages=1_000,
     w6_limit=10,
     reps_w2=11,
-    reps_w3=41,
+    reps_w3=21,
     reps_w4=9,
-    reps_w5=41,
+    reps_w5=31,
     reps_w6=5,
     reps_w7=7,
 )
@@ -158,12 +158,18 @@ QUICK = Config(
 # deterministic conversation text
 # --------------------------------------------------------------------------------------------
 
-_SYL = ["ka", "lo", "mi", "ru", "ten", "sa", "vor", "di", "pe", "nu", "qua", "bel", "ro", "fi",
-        "zan", "te", "mo", "lix", "dra", "gu", "sen", "pa", "tri", "ov"]  # fmt: skip
-_REAL = ["deploy", "deployment", "deploying", "database", "latency", "rollback", "migration",
-         "customer", "invoice", "outage", "kubernetes", "cluster", "timeout", "backup",
-         "pipeline", "release", "incident", "metrics", "alert", "schema", "upgrade", "cache",
-         "region", "replica", "billing", "ticket", "staging", "production", "error", "retry"]  # fmt: skip
+# fmt: off
+_SYL = [
+    "ka", "lo", "mi", "ru", "ten", "sa", "vor", "di", "pe", "nu", "qua", "bel", "ro", "fi",
+    "zan", "te", "mo", "lix", "dra", "gu", "sen", "pa", "tri", "ov",
+]
+_REAL = [
+    "deploy", "deployment", "deploying", "database", "latency", "rollback", "migration",
+    "customer", "invoice", "outage", "kubernetes", "cluster", "timeout", "backup", "pipeline",
+    "release", "incident", "metrics", "alert", "schema", "upgrade", "cache", "region",
+    "replica", "billing", "ticket", "staging", "production", "error", "retry",
+]
+# fmt: on
 
 
 def _vocabulary() -> tuple[list[str], list[float]]:
@@ -188,6 +194,16 @@ def _vocabulary() -> tuple[list[str], list[float]]:
 
 
 VOCAB, CUM = _vocabulary()
+_POOL: list[str] = []
+
+
+def _pool() -> list[str]:
+    """One seeded Zipf word stream; messages are slices of it at seeded offsets (fast)."""
+    if not _POOL:
+        _POOL.extend(random.Random(11).choices(VOCAB, cum_weights=CUM, k=1_000_000))
+    return _POOL
+
+
 TARGET_CHARS = {"user": 200, "assistant": 800, "tool": 2_000}
 ROLE_CYCLE = ("user", "assistant", "tool", "assistant")
 
@@ -203,16 +219,18 @@ class Msg:
 
 
 def _text(rng: random.Random, n_chars: int) -> str:
-    words = rng.choices(VOCAB, cum_weights=CUM, k=n_chars // 6 + 4)
-    out = " ".join(words)
+    pool = _pool()
+    k = n_chars // 5 + 4
+    start = rng.randrange(len(pool) - k)
+    out = " ".join(pool[start : start + k])
     return out[:n_chars].rstrip() + "."
 
 
 def conversation(tag: str, n: int) -> list[Msg]:
     """``n`` messages of session ``tag``: user ~200 chars, assistant ~800, tool ~2,000."""
     msgs: list[Msg] = []
+    rng = random.Random(tag)
     for i in range(n):
-        rng = random.Random(f"{tag}:{i}")
         role = ROLE_CYCLE[i % 4]
         text = _text(rng, TARGET_CHARS[role])
         call_id = f"call_{tag}_{i // 4}" if role == "tool" else None
@@ -255,10 +273,13 @@ class System:
     offers_search = False
     offers_branch = False
 
-    def __init__(self, root: Path) -> None:
-        self.root = root / re.sub(r"[^A-Za-z0-9]+", "_", self.name)
+    def __init__(self, root: Path, shared: Path) -> None:
+        slug = re.sub(r"[^A-Za-z0-9]+", "_", self.name)
+        self.root = root / slug
         self.root.mkdir(parents=True, exist_ok=True)
-        self.notes: list[str] = []
+        # W5/W6 databases are only read: built once, shared by every round
+        self.shared = shared / slug
+        self.shared.mkdir(parents=True, exist_ok=True)
 
     # paths
     @property
@@ -267,11 +288,11 @@ class System:
 
     @property
     def w5_path(self) -> Path:
-        return self.root / "w5.db"
+        return self.shared / "w5.db"
 
     @property
     def w6_path(self) -> Path:
-        return self.root / "w6.db"
+        return self.shared / "w6.db"
 
     def prepare(self, msgs: list[Msg]) -> list[Any]:
         """Convert to native objects before timing (users build these anyway)."""
@@ -279,47 +300,74 @@ class System:
 
     # W1
     async def open_w1(self) -> None: ...
-    async def append(self, native: Any) -> None: raise NotImplementedError
+    async def append(self, native: Any) -> None:
+        raise NotImplementedError
+
     async def mark_branch_point(self) -> None:
         """Called (untimed) right after message ``branch_at`` was appended."""
+
     async def seed(self, natives: list[Any]) -> None:
         """Bulk-append to the W1 history (untimed; used when W1 hit its time budget)."""
         raise NotImplementedError
+
     async def close_w1(self) -> None: ...
 
     # W2/W3 on a warm handle over the W1 file
     async def open_reader(self) -> None: ...
-    async def read_all(self) -> int: raise NotImplementedError
-    async def read_recent(self, n: int) -> int: raise NotImplementedError
+    async def read_all(self) -> int:
+        raise NotImplementedError
+
+    async def read_recent(self, n: int) -> int:
+        raise NotImplementedError
+
     async def close_reader(self) -> None: ...
 
     # W4
-    async def cold_read(self) -> int: raise NotImplementedError
+    async def cold_read(self) -> int:
+        raise NotImplementedError
 
     # W5
     async def setup_many(self, path: Path, sessions: list[tuple[str, list[Any]]]) -> None:
         raise NotImplementedError
-    async def open_session(self, path: Path, session_id: str) -> None: raise NotImplementedError
-    async def read_session(self) -> int: raise NotImplementedError
+
+    async def open_session(self, path: Path, session_id: str) -> None:
+        raise NotImplementedError
+
+    async def read_session(self) -> int:
+        raise NotImplementedError
+
     async def close_session(self) -> None: ...
 
     # W6
-    async def setup_search(self, sessions: list[tuple[str, list[Any]]]) -> None:
+    async def open_search(self) -> None:
         raise NotImplementedError
+
     async def search(self, words: list[str], phrase: bool, limit: int) -> int:
         raise NotImplementedError
+
     async def close_search(self) -> None: ...
 
     # W7
-    async def branch_and_read(self, k: int, new: Any) -> int: raise NotImplementedError
+    async def branch(self, k: int, new: Any) -> None:
+        """Create a branch whose history is messages 1..k plus ``new``."""
+        raise NotImplementedError
+
+    async def read_branch(self, new: Any) -> int:
+        raise NotImplementedError
+
     async def after_branch(self) -> None: ...
 
 
 def _msg_json(m: Msg) -> dict[str, Any]:
     """The mindstore (AI SDK UIMessage) shape — also what the floor stores."""
     if m.role == "tool":
-        part = {"type": "tool-search_docs", "toolCallId": m.call_id, "state": "output-available",
-                "input": {"query": "status"}, "output": m.text}  # fmt: skip
+        part = {
+            "type": "tool-search_docs",
+            "toolCallId": m.call_id,
+            "state": "output-available",
+            "input": {"query": "status"},
+            "output": m.text,
+        }
         return {"id": m.id, "role": "tool", "parts": [part]}
     return {"id": m.id, "role": m.role, "parts": [{"type": "text", "text": m.text}]}
 
@@ -447,7 +495,7 @@ class PlainSQLite(System):
     async def close_session(self) -> None:
         self.sconn.close()
 
-    async def branch_and_read(self, k: int, new: Any) -> int:
+    async def branch(self, k: int, new: Any) -> None:
         mid, text, body = new
         c = self.conn
         c.execute("BEGIN IMMEDIATE")
@@ -458,7 +506,9 @@ class PlainSQLite(System):
         if self.fts:
             c.execute("INSERT INTO messages_fts (rowid, text) VALUES (?, ?)", (cur.lastrowid, text))
         c.execute("COMMIT")
-        rows = c.execute(
+
+    async def read_branch(self, new: Any) -> int:
+        rows = self.conn.execute(
             """
             WITH RECURSIVE path(id, parent_id, body, depth) AS (
                 SELECT id, parent_id, body, 0 FROM messages WHERE session_id = ?1 AND id = ?2
@@ -468,7 +518,7 @@ class PlainSQLite(System):
             )
             SELECT body FROM path ORDER BY depth DESC
             """,
-            ("s", mid),
+            ("s", new[0]),
         ).fetchall()
         return len([json.loads(b) for (b,) in rows])
 
@@ -489,8 +539,7 @@ class PlainFTS(PlainSQLite):
     fts = True
     offers_search = True
 
-    async def setup_search(self, sessions: list[tuple[str, list[Any]]]) -> None:
-        await self.setup_many(self.w6_path, sessions)
+    async def open_search(self) -> None:
         self.qconn = self._connect(self.w6_path)
 
     async def search(self, words: list[str], phrase: bool, limit: int) -> int:
@@ -521,8 +570,8 @@ class Mindstore(System):
     offers_search = True
     offers_branch = True
 
-    def __init__(self, root: Path) -> None:
-        super().__init__(root)
+    def __init__(self, root: Path, shared: Path) -> None:
+        super().__init__(root, shared)
         import mindstore
         from mindstore import Session, SQLiteStore
         from mindstore.messages import validate_message
@@ -606,8 +655,7 @@ class Mindstore(System):
     async def close_session(self) -> None:
         await self.sstore.aclose()
 
-    async def setup_search(self, sessions: list[tuple[str, list[Any]]]) -> None:
-        await self.setup_many(self.w6_path, sessions)
+    async def open_search(self) -> None:
         self.qstore = self.SQLiteStore(str(self.w6_path))
         try:
             from mindstore import SessionManager
@@ -628,8 +676,10 @@ class Mindstore(System):
     async def close_search(self) -> None:
         await self.qstore.aclose()
 
-    async def branch_and_read(self, k: int, new: Any) -> int:
+    async def branch(self, k: int, new: Any) -> None:
         await self.sess.append_message(dict(new), parent_id=f"m{k - 1}")
+
+    async def read_branch(self, new: Any) -> int:
         return len(await self.sess.get_history(leaf_id=new["id"]))
 
 
@@ -718,13 +768,15 @@ class AgentsAdvanced(AgentsSession):
 
         return AdvancedSQLiteSession(session_id=sid, db_path=str(path), create_tables=True)
 
-    async def branch_and_read(self, k: int, new: Any) -> int:
+    async def branch(self, k: int, new: Any) -> None:
         # Branches start at a user turn and copy every earlier message into the new branch.
         # Message k+1 (1-based) is the user message of turn k/4 + 1, so the branch holds 1..k.
         turn = k // 4 + 1
         self.branches = getattr(self, "branches", 0) + 1
         await self.s.create_branch_from_turn(turn, branch_name=f"bench-{self.branches}")
         await self.s.add_items([new])
+
+    async def read_branch(self, new: Any) -> int:
         return len(await self.s.get_items())
 
     async def after_branch(self) -> None:
@@ -743,7 +795,9 @@ def _llama_msg(m: Msg) -> Any:
     from llama_index.core.llms import ChatMessage
 
     if m.role == "tool":
-        return ChatMessage(role="tool", content=m.text, additional_kwargs={"tool_call_id": m.call_id})
+        return ChatMessage(
+            role="tool", content=m.text, additional_kwargs={"tool_call_id": m.call_id}
+        )
     return ChatMessage(role=m.role, content=m.text)
 
 
@@ -764,7 +818,9 @@ class LlamaMemory(System):
     def _memory(self, store: Any, sid: str) -> Any:
         from llama_index.core.memory import Memory
 
-        return Memory.from_defaults(session_id=sid, chat_store=store, tokenizer_fn=_offline_tokenizer)
+        return Memory.from_defaults(
+            session_id=sid, chat_store=store, tokenizer_fn=_offline_tokenizer
+        )
 
     @staticmethod
     async def _dispose(store: Any) -> None:
@@ -794,7 +850,9 @@ class LlamaMemory(System):
 
     async def read_recent(self, n: int) -> int:
         total = await self.store.count_messages("s", status=None)
-        return len(await self.store.get_messages("s", status=None, offset=max(0, total - n), limit=n))
+        return len(
+            await self.store.get_messages("s", status=None, offset=max(0, total - n), limit=n)
+        )
 
     async def close_reader(self) -> None:
         await self._dispose(self.store)
@@ -809,8 +867,8 @@ class LlamaMemory(System):
     async def setup_many(self, path: Path, sessions: list[tuple[str, list[Any]]]) -> None:
         store = self._store(path)
         try:
-            for sid, natives in sessions:
-                await self._memory(store, sid).aput_messages(natives)
+            for sid, natives in sessions:  # straight to the store: no queue management
+                await store.add_messages(sid, natives)
         finally:
             await self._dispose(store)
 
@@ -980,10 +1038,12 @@ class LangGraph(System):
     async def close_session(self) -> None:
         self.sconn.close()
 
-    async def branch_and_read(self, k: int, new: Any) -> int:
+    async def branch(self, k: int, new: Any) -> None:
         # time travel: fork the thread from the checkpoint whose state ends at message k
-        cfg = self.g.update_state(self.branch_cfg, {"messages": [new]})
-        return len(self.g.get_state(cfg).values["messages"])
+        self.fork_cfg = self.g.update_state(self.branch_cfg, {"messages": [new]})
+
+    async def read_branch(self, new: Any) -> int:
+        return len(self.g.get_state(self.fork_cfg).values["messages"])
 
 
 ALL_SYSTEMS: list[type[System]] = [
@@ -1108,16 +1168,20 @@ async def run_round(
         got = await s.read_recent(cfg.recent)
         if got != cfg.recent:
             raise AssertionError(f"{s.name}: W3 read {got} messages, expected {cfg.recent}")
-    for wl, reps, fn_name, arg in (("W2", cfg.reps_w2, "read_all", None),
-                                   ("W3", cfg.reps_w3, "read_recent", cfg.recent)):  # fmt: skip
+    workloads: list[tuple[str, int, Callable[[System], Awaitable[int]]]] = [
+        ("W2", cfg.reps_w2, lambda s: s.read_all()),
+        ("W3", cfg.reps_w3, lambda s: s.read_recent(cfg.recent)),
+    ]
+    for wl, reps, op in workloads:
         samples: dict[str, list[float]] = {s.name: [] for s in systems}
         for r in range(reps):
             for s in _rot(systems, r):
-                fn = getattr(s, fn_name)
-                ms, _ = await _timed(fn if arg is None else (lambda fn=fn: fn(arg)))
+                ms, _ = await _timed(lambda s=s, op=op: op(s))
                 samples[s.name].append(ms)
         for s in systems:
-            res[s.name][wl] = Cell(value=statistics.median(samples[s.name]), samples=samples[s.name])
+            res[s.name][wl] = Cell(
+                value=statistics.median(samples[s.name]), samples=samples[s.name]
+            )
 
     # ---- W4: cold open + read everything ------------------------------------------------------
     _log(f"[round {rnd}] W4 cold open + read ...")
@@ -1134,23 +1198,33 @@ async def run_round(
     # ---- W7: branch at message k and read the branch ------------------------------------------
     _log(f"[round {rnd}] W7 branch at message {k} of {n} ...")
     samples = {s.name: [] for s in systems}
+    create: dict[str, list[float]] = {s.name: [] for s in systems}
     brs = [branch_message(1000 * rnd + r) for r in range(cfg.reps_w7)]
     for r in range(cfg.reps_w7):
         for s in _rot(systems, r):
             if not s.offers_branch:
                 continue
             new = s.prepare([brs[r]])[0]
-            ms, got = await _timed(lambda s=s, new=new: s.branch_and_read(k, new))
+            t0 = time.perf_counter()
+            await s.branch(k, new)
+            t1 = time.perf_counter()
+            got = await s.read_branch(new)
+            t2 = time.perf_counter()
             if got != k + 1:
                 raise AssertionError(f"{s.name}: W7 branch has {got} messages, expected {k + 1}")
-            samples[s.name].append(ms)
+            samples[s.name].append((t2 - t0) * 1000.0)
+            create[s.name].append((t1 - t0) * 1000.0)
             await s.after_branch()
     for s in systems:
-        res[s.name]["W7"] = (
-            Cell(value=statistics.median(samples[s.name]), samples=samples[s.name])
-            if s.offers_branch
-            else Cell(note=NOT_OFFERED)
-        )
+        if s.offers_branch:
+            res[s.name]["W7"] = Cell(
+                value=statistics.median(samples[s.name]), samples=samples[s.name]
+            )
+            res[s.name]["W7_create"] = Cell(
+                value=statistics.median(create[s.name]), samples=create[s.name]
+            )
+        else:
+            res[s.name]["W7"] = Cell(note=NOT_OFFERED)
         await s.close_reader()
 
     # ---- W5: many sessions, read one ----------------------------------------------------------
@@ -1158,9 +1232,10 @@ async def run_round(
     w5: list[tuple[str, list[Msg]]] = data["w5"]
     target = w5[len(w5) // 2 + 7][0]
     for s in systems:
-        t0 = time.perf_counter()
-        await s.setup_many(s.w5_path, [(sid, s.prepare(ms)) for sid, ms in w5])
-        _log(f"  {s.name}: setup {time.perf_counter() - t0:.1f} s")
+        if not s.w5_path.exists():
+            t0 = time.perf_counter()
+            await s.setup_many(s.w5_path, [(sid, s.prepare(ms)) for sid, ms in w5])
+            _log(f"  {s.name}: setup {time.perf_counter() - t0:.1f} s")
         await s.open_session(s.w5_path, target)
         got = await s.read_session()
         if got != cfg.w5_messages:
@@ -1180,9 +1255,11 @@ async def run_round(
     _log(f"[round {rnd}] W6 search over {total6} messages (setup) ...")
     w6: list[tuple[str, list[Msg]]] = data["w6"]
     for s in searchers:
-        t0 = time.perf_counter()
-        await s.setup_search([(sid, s.prepare(ms)) for sid, ms in w6])
-        _log(f"  {s.name}: setup {time.perf_counter() - t0:.1f} s")
+        if not s.w6_path.exists():
+            t0 = time.perf_counter()
+            await s.setup_many(s.w6_path, [(sid, s.prepare(ms)) for sid, ms in w6])
+            _log(f"  {s.name}: setup {time.perf_counter() - t0:.1f} s")
+        await s.open_search()
         for _, words, phrase in search_queries():  # warm-up
             await s.search(words, phrase, cfg.w6_limit)
     samples = {s.name: [] for s in searchers}
@@ -1299,6 +1376,9 @@ def targets(res: dict[str, dict[str, Cell]]) -> list[dict[str, Any]]:
     a, b = v(ms, "W7"), v(adv, "W7")
     r = b / a if a and b else None
     add("W7 AdvancedSQLiteSession / mindstore time", r, "≥ 10×", None if r is None else r >= 10)
+    a, b = v(ms, "W7_create"), v(adv, "W7_create")
+    r = b / a if a and b else None
+    add("W7 create only (no read): AdvancedSQLiteSession / mindstore", r, "info", None)
     a, b = v(ms, "W6"), v("sqlite3+fts5", "W6")
     r = a / b if a and b else None
     add("W6 mindstore / plain FTS5 time", r, "≤ 3×", None if r is None else r <= 3)
@@ -1321,10 +1401,18 @@ def environment() -> dict[str, Any]:
     from importlib import metadata
 
     versions = {}
-    for dist in ("mindstore", "openai-agents", "llama-index-core",
-                 "llama-index-storage-chat-store-sqlite", "SQLAlchemy", "aiosqlite",
-                 "langgraph", "langgraph-checkpoint", "langgraph-checkpoint-sqlite",
-                 "langchain-core"):  # fmt: skip
+    for dist in (
+        "mindstore",
+        "openai-agents",
+        "llama-index-core",
+        "llama-index-storage-chat-store-sqlite",
+        "SQLAlchemy",
+        "aiosqlite",
+        "langgraph",
+        "langgraph-checkpoint",
+        "langgraph-checkpoint-sqlite",
+        "langchain-core",
+    ):
         try:
             versions[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
@@ -1363,7 +1451,9 @@ def build_data(cfg: Config, need_search: bool) -> dict[str, Any]:
     t0 = time.perf_counter()
     data: dict[str, Any] = {
         "w1": conversation("w1", cfg.w1_messages),
-        "w5": [(f"s{j:03d}", conversation(f"w5-{j}", cfg.w5_messages)) for j in range(cfg.w5_sessions)],
+        "w5": [
+            (f"s{j:03d}", conversation(f"w5-{j}", cfg.w5_messages)) for j in range(cfg.w5_sessions)
+        ],
     }
     data["w6"] = (
         [(f"s{j:03d}", conversation(f"w6-{j}", cfg.w6_messages)) for j in range(cfg.w6_sessions)]
@@ -1382,49 +1472,72 @@ async def amain(args: argparse.Namespace) -> int:
     rounds: list[dict[str, dict[str, Cell]]] = []
     names: list[str] = []
     t_start = time.perf_counter()
-    for rnd in range(1, args.rounds + 1):
-        work = Path(tempfile.mkdtemp(prefix=f"mindstore-peers-r{rnd}-", dir=args.workdir))
-        try:
-            systems = [c(work) for c in wanted]
-            names = [s.name for s in systems]
-            rounds.append(await run_round(cfg, systems, data, rnd))
-            durab = {s.name: s.durability for s in systems}
-            search_api = getattr(next((s for s in systems if s.name == "mindstore"), None),
-                                 "search_api", None)  # fmt: skip
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-        _log(f"[round {rnd}] done at {time.perf_counter() - t_start:.0f} s")
+    shared = Path(tempfile.mkdtemp(prefix="mindstore-peers-shared-", dir=args.workdir))
+    durab: dict[str, str] = {}
+    search_api = None
+    try:
+        for rnd in range(1, args.rounds + 1):
+            work = Path(tempfile.mkdtemp(prefix=f"mindstore-peers-r{rnd}-", dir=args.workdir))
+            try:
+                systems = [c(work, shared) for c in wanted]
+                names = [s.name for s in systems]
+                rounds.append(await run_round(cfg, systems, data, rnd))
+                durab = {s.name: s.durability for s in systems}
+                search_api = getattr(
+                    next((s for s in systems if s.name == "mindstore"), None), "search_api", None
+                )
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+            _log(f"[round {rnd}] done at {time.perf_counter() - t_start:.0f} s")
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
     elapsed = time.perf_counter() - t_start
     cfg_dict = {k: getattr(cfg, k) for k in cfg.__dataclass_fields__}
-    if args.json:
-        doc = {
-            "config": cfg_dict,
-            "environment": env,
-            "elapsed_s": elapsed,
-            "durability": durab,
-            "mindstore_search_api": search_api,
-            "rounds": [
-                {
-                    name: {col: {"value": c.value, "note": c.note, "samples": c.samples}
-                           for col, c in cols.items()}  # fmt: skip
-                    for name, cols in rnd_res.items()
+    doc = {
+        "config": cfg_dict,
+        "environment": env,
+        "elapsed_s": elapsed,
+        "durability": durab,
+        "mindstore_search_api": search_api,
+        "rounds": [
+            {
+                name: {
+                    col: {"value": c.value, "note": c.note, "samples": c.samples}
+                    for col, c in cols.items()
                 }
-                for rnd_res in rounds
-            ],
-            "targets": [targets(r) for r in rounds],
-        }
+                for name, cols in rnd_res.items()
+            }
+            for rnd_res in rounds
+        ],
+        "targets": [targets(r) for r in rounds],
+    }
+    if args.save:
+        with open(args.save, "w", encoding="utf-8") as fh:  # noqa: ASYNC230 - once, at the end
+            fh.write(json.dumps(doc, indent=2) + "\n")
+    if args.json:
         print(json.dumps(doc, indent=2))
         return 0
     mode = "--quick" if cfg.quick else "full"
     print(f"# mindstore vs peers ({mode}; {args.rounds} rounds; {elapsed:.0f} s)\n")
-    print(f"machine: {env['cpu']}, {env['cores']} cores, {env['memory']}; "
-          f"Python {env['python']}, SQLite {env['sqlite']}; {env['platform']}")  # fmt: skip
+    print(
+        f"machine: {env['cpu']}, {env['cores']} cores, {env['memory']}; "
+        f"Python {env['python']}, SQLite {env['sqlite']}; {env['platform']}"
+    )
     print("versions: " + ", ".join(f"{k} {v}" for k, v in env["versions"].items() if v))
-    print("\nCells: median (×floor: the floor's cost multiple; W1 as time per message). "
-          "Floor = `sqlite3` (W6: `sqlite3+fts5`).")
+    print(
+        "\nCells: median (×floor: the floor's cost multiple; W1 as time per message). "
+        "Floor = `sqlite3` (W6: `sqlite3+fts5`)."
+    )
     for i, rnd_res in enumerate(rounds, 1):
         print(f"\n## round {i}\n")
         print(table(rnd_res, names))
+        w7c = [
+            f"`{n}` {_fmt_num(rnd_res[n]['W7_create'].value or 0)}"
+            for n in names
+            if "W7_create" in rnd_res[n]
+        ]
+        if w7c:
+            print("\nW7 split — creating the branch alone (median ms): " + ", ".join(w7c))
         print("\ntargets:\n")
         print(targets_md(targets(rnd_res)))
     print("\n## durability (journal mode read back from each W1 file)\n")
@@ -1443,11 +1556,16 @@ async def amain(args: argparse.Namespace) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="small version (~1 minute)")
-    parser.add_argument("--json", action="store_true", help="print a JSON document instead of tables")
+    parser.add_argument(
+        "--json", action="store_true", help="print a JSON document instead of tables"
+    )
     parser.add_argument("--rounds", type=int, default=2, help="how many times to produce the table")
     parser.add_argument("--systems", default="", help="comma-separated subset of system names")
+    parser.add_argument("--save", default=None, help="also write the JSON document to this file")
     parser.add_argument("--workdir", default=None, help="where the temporary databases go")
     parser.add_argument("--no-venv", action="store_true", help="run in the current interpreter")
     parser.add_argument("--reinstall", action="store_true", help="rebuild bench/peers/.venv")
