@@ -171,7 +171,7 @@ async def bench_appends(schema: str, n: int, label: str, settings: dict[str, str
             await conn.execute("SELECT set_config(%s, %s, false)", (name, value))
         ours: list[float] = []
         base: list[float] = []
-        for rnd in range(3):  # interleaved rounds: both sides see the same machine load
+        for rnd in range(5):  # interleaved rounds: both sides see the same machine load
             msgs = [make_message(i) for i in range(n)]
             s = Session.create(store, f"append-{label}-{rnd}")
             t0 = time.perf_counter()

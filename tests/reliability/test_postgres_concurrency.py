@@ -428,7 +428,10 @@ def test_search_query_is_never_executed_as_sql() -> None:
 
     built = search_sql(parse_query('\'; DROP TABLE messages; -- "a b" c* :* & | !'))
     assert built is not None
-    sql = f"{built.q_sql()} {built.where_sql('m')} {built.rank_sql('m', 1)}"
+    pieces = [built.match("m"), built.rank("m", 1), built.headline_query()]
+    sql = " ".join(sql for sql, _ in pieces)
     assert "DROP" not in sql and "'" not in sql.replace("'mindstore_porter'", "")
-    for p in built.params:  # each a quoted lower-case word (with weight/prefix/phrase markers)
-        assert re.fullmatch(r"'[^\W_]+'(:[AC*])?( <-> '[^\W_]+':[AC])*", p), p
+    for p in (
+        p for _, ps in pieces for p in ps
+    ):  # each a quoted lower-case word (with weight/prefix/phrase markers)
+        assert re.fullmatch(r"'[^\W_]+'(:[AC*])?(( <-> '[^\W_]+':[AC])*| & '[^\W_]+':\*)*", p), p

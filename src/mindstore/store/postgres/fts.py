@@ -107,43 +107,40 @@ def _quote(token: str) -> str:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class SearchSQL:
-    """SQL pieces for one parsed query; ``params`` follow the placeholders of ``stem`` then
-    ``prefix``."""
+    """SQL pieces for one parsed query. Each method returns ``(sql, params)``; the tsquery
+    expressions are inlined (not computed once in a CTE) so the planner can constant-fold them
+    and estimate their selectivity from the column statistics — a common word is then read with
+    a sequential scan, a rare one through the GIN index, as a plain tsvector query would."""
 
-    stem: str | None  # tsquery expression for ``tsv`` (words, phrases)
-    prefix: str | None  # tsquery expression for ``tsv_prefix`` (prefixes)
-    params: list[Any]
+    stem: tuple[str, list[Any]] | None  # tsquery expression for ``tsv`` (words, phrases)
+    prefix: tuple[str, list[Any]] | None  # tsquery expression for ``tsv_prefix`` (prefixes)
 
-    def where_sql(self, alias: str) -> str:
-        """The match condition on table ``alias`` (uses ``q.stem``/``q.prefix`` columns)."""
-        conds = []
+    def match(self, alias: str) -> tuple[str, list[Any]]:
+        conds: list[str] = []
+        params: list[Any] = []
         if self.stem is not None:
-            conds.append(f"{alias}.tsv @@ q.stem")
+            conds.append(f"{alias}.tsv @@ ({self.stem[0]})")
+            params += self.stem[1]
         if self.prefix is not None:
-            conds.append(f"{alias}.tsv_prefix @@ q.prefix")
-        return " AND ".join(conds)
+            conds.append(f"{alias}.tsv_prefix @@ ({self.prefix[0]})")
+            params += self.prefix[1]
+        return " AND ".join(conds), params
 
-    def rank_sql(self, alias: str, normalization: int) -> str:
-        ranks = []
+    def rank(self, alias: str, normalization: int) -> tuple[str, list[Any]]:
+        ranks: list[str] = []
+        params: list[Any] = []
         if self.stem is not None:
-            ranks.append(f"ts_rank({alias}.tsv, q.stem, {normalization})")
+            ranks.append(f"ts_rank({alias}.tsv, ({self.stem[0]}), {normalization})")
+            params += self.stem[1]
         if self.prefix is not None:
-            ranks.append(f"ts_rank({alias}.tsv_prefix, q.prefix, {normalization})")
-        return " + ".join(ranks)
+            ranks.append(f"ts_rank({alias}.tsv_prefix, ({self.prefix[0]}), {normalization})")
+            params += self.prefix[1]
+        return " + ".join(ranks), params
 
-    def q_sql(self) -> str:
-        """``SELECT`` list computing the queries once: ``stem``, ``prefix``, ``hl`` (both,
-        for ts_headline)."""
-        stem = self.stem or "NULL::tsquery"
-        prefix = self.prefix or "NULL::tsquery"
-        if self.stem is not None and self.prefix is not None:
-            hl = "s.stem && s.prefix"
-        else:
-            hl = "coalesce(s.stem, s.prefix)"
-        return (
-            f"SELECT s.stem, s.prefix, {hl} AS hl "
-            f"FROM (SELECT {stem} AS stem, {prefix} AS prefix) s"
-        )
+    def headline_query(self) -> tuple[str, list[Any]]:
+        """Every term in one tsquery, for ts_headline."""
+        parts = [x for x in (self.stem, self.prefix) if x is not None]
+        return " && ".join(f"({sql})" for sql, _ in parts), [p for _, ps in parts for p in ps]
 
 
 def search_sql(query: ParsedQuery) -> SearchSQL | None:
@@ -160,14 +157,13 @@ def search_sql(query: ParsedQuery) -> SearchSQL | None:
     for phrase in query.phrases:
         terms.append(f"(to_tsquery('{CONFIG}', %s) || to_tsquery('{CONFIG}', %s))")
         params += [_phrase(phrase, "A"), _phrase(phrase, "C")]
-    prefixes = []
-    for p in query.prefixes:
-        prefixes.append("%s::tsquery")
-        params.append(f"{_quote(p)}:*")
+    prefixes = [f"{_quote(p)}:*" for p in query.prefixes]
     if not terms and not prefixes:
         return None
     return SearchSQL(
-        stem=" && ".join(terms) or None, prefix=" && ".join(prefixes) or None, params=params
+        stem=(" && ".join(terms), params) if terms else None,
+        # one literal: ``'a':* & 'b':*`` (tokens are quoted word characters only)
+        prefix=("%s::tsquery", [" & ".join(prefixes)]) if prefixes else None,
     )
 
 

@@ -86,7 +86,9 @@ m001_message_tree: Final = [
 # tokenizer, so both backends stem alike (the built-in 'english' config is Porter2 and drops
 # stop words). Vectors are written by the same INSERT/UPDATE as the message (same transaction:
 # no ghosts). ``text`` and ``tool_text`` keep the original indexed text for SearchResult.text
-# and ts_headline snippets.
+# and ts_headline snippets. The GIN indexes have ``fastupdate = off``: with the default pending
+# list every search also scans up to 4 MB of not-yet-merged entries (measured: 2 ms added to a
+# 0.05 ms query on a busy store); an append pays a little more instead.
 m002_message_search: Final = [
     "CREATE TEXT SEARCH DICTIONARY mindstore_porter (TEMPLATE = snowball, Language = porter)",
     "CREATE TEXT SEARCH CONFIGURATION mindstore_porter (COPY = simple)",
@@ -99,8 +101,9 @@ m002_message_search: Final = [
     "ALTER TABLE messages ADD COLUMN tool_text text NOT NULL DEFAULT ''",
     "ALTER TABLE messages ADD COLUMN tsv tsvector NOT NULL DEFAULT ''::tsvector",
     "ALTER TABLE messages ADD COLUMN tsv_prefix tsvector NOT NULL DEFAULT ''::tsvector",
-    "CREATE INDEX messages_search ON messages USING gin (tsv)",
-    "CREATE INDEX messages_search_prefix ON messages USING gin (tsv_prefix)",
+    "CREATE INDEX messages_search ON messages USING gin (tsv) WITH (fastupdate = off)",
+    "CREATE INDEX messages_search_prefix ON messages USING gin (tsv_prefix)"
+    " WITH (fastupdate = off)",
 ]
 
 # Why: compaction overlays, context blocks, the frozen prompt and loaded-skill state (DESIGN §4,
@@ -174,8 +177,8 @@ m004_entries: Final = [
     )
     """,
     "CREATE INDEX entries_by_update ON entries (namespace, scope, label, updated_at)",
-    "CREATE INDEX entries_search ON entries USING gin (tsv)",
-    "CREATE INDEX entries_search_prefix ON entries USING gin (tsv_prefix)",
+    "CREATE INDEX entries_search ON entries USING gin (tsv) WITH (fastupdate = off)",
+    "CREATE INDEX entries_search_prefix ON entries USING gin (tsv_prefix) WITH (fastupdate = off)",
 ]
 
 MIGRATIONS: Final[list[tuple[int, str, list[str]]]] = [

@@ -1007,24 +1007,26 @@ class PostgresStore:
         built = search_sql(query)
         if built is None:
             return []
-        params = list(built.params)
-        where = [built.where_sql("m"), "s.namespace = %s"]
-        params.append(namespace)
+        rank_sql, params = built.rank("m", _RANK_NORMALIZATION)
+        match_sql, match_params = built.match("m")
+        hl_sql, hl_params = built.headline_query()
+        scope = "namespace = %s"
+        params += [*match_params, namespace]
         if session_ids is not None:
-            where.append("s.session_id = ANY(%s)")
+            scope += " AND session_id = ANY(%s)"
             params.append(session_ids)
-        params.append(limit)
+        params += [limit, *hl_params]
+        # Sessions are filtered by sid (a hashed set) and joined only to the final page.
         sql = (
-            f"WITH q AS MATERIALIZED ({built.q_sql()}), hits AS ("
-            " SELECT s.session_id, m.id, m.role, m.text, m.tool_text, m.created_at, m.seq,"
-            f" {built.rank_sql('m', _RANK_NORMALIZATION)} AS rank"
-            " FROM q, messages m JOIN sessions s ON s.sid = m.sid"
-            f" WHERE {' AND '.join(where)}"
+            "WITH hits AS ("
+            f" SELECT m.sid, m.id, m.role, m.text, m.tool_text, m.created_at, m.seq,"
+            f" {rank_sql} AS rank FROM messages m WHERE {match_sql}"
+            f" AND m.sid IN (SELECT sid FROM sessions WHERE {scope})"
             " ORDER BY rank DESC, m.seq DESC LIMIT %s"
-            ") SELECT h.session_id, h.id, h.role, h.text, h.tool_text, h.rank, h.created_at,"
+            ") SELECT s.session_id, h.id, h.role, h.text, h.tool_text, h.rank, h.created_at,"
             " ts_headline('mindstore_porter', left(concat_ws(E'\\n', NULLIF(h.text, ''),"
-            f" NULLIF(h.tool_text, '')), {_SNIPPET_CHARS}), q.hl, '{_HEADLINE_OPTIONS}')"
-            " FROM hits h, q ORDER BY h.rank DESC, h.seq DESC"
+            f" NULLIF(h.tool_text, '')), {_SNIPPET_CHARS}), {hl_sql}, '{_HEADLINE_OPTIONS}')"
+            " FROM hits h JOIN sessions s ON s.sid = h.sid ORDER BY h.rank DESC, h.seq DESC"
         )
         rows = await self._fetchall(sql, params)
         return [
@@ -1382,18 +1384,20 @@ class PostgresStore:
         built = search_sql(query)
         if built is None:
             return []
-        params = [*built.params, *k, limit]
+        rank_sql, params = built.rank("e", _RANK_NORMALIZATION)
+        match_sql, match_params = built.match("e")
+        hl_sql, hl_params = built.headline_query()
+        params += [*match_params, *k, limit, *hl_params]
         sql = (
-            f"WITH q AS MATERIALIZED ({built.q_sql()}), hits AS ("
-            " SELECT e.key, e.content, e.description, e.updated_at,"
-            f" {built.rank_sql('e', _RANK_NORMALIZATION)} AS rank"
-            f" FROM q, entries e WHERE {built.where_sql('e')}"
+            "WITH hits AS ("
+            f" SELECT e.key, e.content, e.description, e.updated_at, {rank_sql} AS rank"
+            f" FROM entries e WHERE {match_sql}"
             " AND e.namespace = %s AND e.scope = %s AND e.label = %s"
             " ORDER BY rank DESC, e.updated_at DESC, e.key DESC LIMIT %s"
             ") SELECT h.key, h.content, h.description, h.rank,"
             " ts_headline('mindstore_porter', left(concat_ws(E'\\n', h.content, h.description),"
-            f" {_SNIPPET_CHARS}), q.hl, '{_HEADLINE_OPTIONS}')"
-            " FROM hits h, q ORDER BY h.rank DESC, h.updated_at DESC, h.key DESC"
+            f" {_SNIPPET_CHARS}), {hl_sql}, '{_HEADLINE_OPTIONS}')"
+            " FROM hits h ORDER BY h.rank DESC, h.updated_at DESC, h.key DESC"
         )
         rows = await self._fetchall(sql, params)
         return [
