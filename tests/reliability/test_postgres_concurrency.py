@@ -359,7 +359,12 @@ async def test_server_restart_in_flight_fails_later_calls_succeed(
             return result
 
     store = await StallingStore.open(private_server.url, min_size=2, max_size=4, connect_timeout=20)
+    # A second store whose only connection sits idle across the restart: its next calls must
+    # notice the dead connection at BEGIN (nothing sent yet) and transparently use a new one.
+    idle = await PostgresStore.open(private_server.url, min_size=1, max_size=1, connect_timeout=20)
     try:
+        idle_session = Session.create(idle, "idle")
+        await idle_session.append_message(_text("i0", "idle store before"))
         s = Session.create(store, "r")
         for i in range(5):
             await s.append_message(_text(f"before{i}", "before the restart"))
@@ -417,9 +422,13 @@ async def test_server_restart_in_flight_fails_later_calls_succeed(
         assert await store.get_message(s.key, "stall") is None  # no partial write
         info2 = await store.get_session(s.key)
         assert info2 is not None and info2.message_count == 6
+
+        assert await idle_session.append_message(_text("i1", "idle store after")) is True
+        assert [m["id"] for m in await idle_session.get_history()] == ["i0", "i1"]
     finally:
         release.set()
         await store.aclose()
+        await idle.aclose()
 
 
 def test_search_query_is_never_executed_as_sql() -> None:

@@ -515,12 +515,13 @@ class PostgresStore:
         while True:
             attempt += 1
             begun = False
+            conn: Conn | None = None
             try:
                 async with self._pool.connection() as conn, conn.transaction():
                     begun = True
                     return await fn(conn)
             except psycopg.Error as e:
-                if not begun and attempt < self._retries and _is_disconnect(e):
+                if not begun and attempt < self._retries and _is_dead(conn):
                     continue
                 raise _store_error(e) from e
 
@@ -531,11 +532,12 @@ class PostgresStore:
         attempt = 0
         while True:
             attempt += 1
+            conn: Conn | None = None
             try:
                 async with self._pool.connection() as conn:
                     return await fn(conn)
             except psycopg.Error as e:
-                if attempt < self._retries and _is_disconnect(e):
+                if attempt < self._retries and _is_dead(conn):
                     continue
                 raise _store_error(e) from e
 
@@ -1598,13 +1600,10 @@ def _redact(dsn: str) -> str:
     return make_conninfo("", **params)
 
 
-def _is_disconnect(e: BaseException) -> bool:
-    """The connection is unusable (server restarted, network cut): a retry may succeed."""
-    from psycopg_pool import PoolTimeout
-
-    if isinstance(e, PoolTimeout):
-        return False
-    return isinstance(e, psycopg.OperationalError | psycopg.InterfaceError)
+def _is_dead(conn: Conn | None) -> bool:
+    """The failure was the connection dying (server restarted, network cut), not the query:
+    another connection may succeed. (A pool timeout leaves ``conn`` None: not retried.)"""
+    return conn is not None and (conn.broken or conn.closed)
 
 
 def _store_error(e: BaseException) -> StoreError:
