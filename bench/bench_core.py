@@ -87,57 +87,73 @@ def report(name: str, ours: str, base: str, ratio: float, target: str, ok: bool)
     print(f"  {name}: mindstore {ours}, plain {base}, ratio {ratio:.2f} (target {target})")
 
 
-def plain_appends(path: Path, msgs: list[dict[str, Any]], *, two_indexes: bool) -> float:
+class _PlainAppender:
     """Plain sqlite3: per message one transaction inserting the row and its FTS row(s)."""
-    conn = plain_db(path)
-    if two_indexes:
-        conn.execute(
-            "CREATE VIRTUAL TABLE fts_raw USING fts5(text, tool_text, tokenize='unicode61', "
-            "detail=column)"
-        )
-    t0 = time.perf_counter()
-    parent = None
-    for m in msgs:
+
+    def __init__(self, path: Path, *, two_indexes: bool) -> None:
+        self.conn = plain_db(path)
+        self.two = two_indexes
+        if two_indexes:
+            self.conn.execute(
+                "CREATE VIRTUAL TABLE fts_raw USING fts5(text, tool_text, tokenize='unicode61', "
+                "detail=column)"
+            )
+        self.parent: str | None = None
+
+    def append(self, m: dict[str, Any]) -> None:
+        conn = self.conn
         content = json.dumps(m, ensure_ascii=False, separators=(",", ":"))
         text, tool_text = index_text(m)
         conn.execute("BEGIN IMMEDIATE")
         cur = conn.execute(
             "INSERT INTO messages (session, id, parent, content) VALUES (?, ?, ?, ?)",
-            ("s", m["id"], parent, content),
+            ("s", m["id"], self.parent, content),
         )
         conn.execute("INSERT INTO fts (rowid, text) VALUES (?, ?)", (cur.lastrowid, text))
-        if two_indexes:
+        if self.two:
             conn.execute(
                 "INSERT INTO fts_raw (rowid, text, tool_text) VALUES (?, ?, ?)",
                 (cur.lastrowid, text, tool_text),
             )
         conn.execute("COMMIT")
-        parent = m["id"]
-    elapsed = time.perf_counter() - t0
-    conn.close()
-    return elapsed
+        self.parent = m["id"]
 
 
 async def bench_appends(tmp: Path, n: int, rounds: int) -> None:
-    """Rounds alternate the four variants on fresh files; the median of each is reported."""
+    """Four writers on four fresh files, interleaved message by message (so bursts of load
+    from other processes hit every variant alike); per variant the summed time of its appends,
+    median over ``rounds``."""
     msgs = [make_message(i) for i in range(n)]
     times: dict[str, list[float]] = {"plain1": [], "plain2": [], "session": [], "store": []}
+    key = SessionKey(namespace="default", session_id="raw")
     for r in range(rounds):
-        times["plain1"].append(plain_appends(tmp / f"p1-{r}.db", msgs, two_indexes=False))
-        times["plain2"].append(plain_appends(tmp / f"p2-{r}.db", msgs, two_indexes=True))
-        async with SQLiteStore(tmp / f"ms-{r}.db") as store:
-            s = Session.create(store, "s")
-            t0 = time.perf_counter()
+        a1 = _PlainAppender(tmp / f"p1-{r}.db", two_indexes=False)
+        a2 = _PlainAppender(tmp / f"p2-{r}.db", two_indexes=True)
+        async with (
+            SQLiteStore(tmp / f"ms-{r}.db") as ses_store,
+            SQLiteStore(tmp / f"st-{r}.db") as raw_store,
+        ):
+            s = Session.create(ses_store, "s")
+            acc = dict.fromkeys(times, 0.0)
+            perf = time.perf_counter
             for m in msgs:
+                t0 = perf()
+                a1.append(m)
+                t1 = perf()
+                a2.append(m)
+                t2 = perf()
                 await s.append_message(m)
-            times["session"].append(time.perf_counter() - t0)
-        async with SQLiteStore(tmp / f"st-{r}.db") as store:
-            key = SessionKey(namespace="default", session_id="raw")
-            items = [NewMessage(message=m, tokens=10) for m in msgs]
-            t0 = time.perf_counter()
-            for item in items:
-                await store.append(key, [item])
-            times["store"].append(time.perf_counter() - t0)
+                t3 = perf()
+                await raw_store.append(key, [NewMessage(message=m, tokens=10)])
+                t4 = perf()
+                acc["plain1"] += t1 - t0
+                acc["plain2"] += t2 - t1
+                acc["session"] += t3 - t2
+                acc["store"] += t4 - t3
+        a1.conn.close()
+        a2.conn.close()
+        for k, v in acc.items():
+            times[k].append(v)
     p1, p2, ses, sto = (
         statistics.median(times[k]) for k in ("plain1", "plain2", "session", "store")
     )
