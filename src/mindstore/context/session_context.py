@@ -373,8 +373,11 @@ class ContextMixin:
     ) -> list[dict[str, Any]]:
         """Replace outputs of ``load_context`` results stored before an unload of that skill
         by ``[skill unloaded: <key>]`` (copies; stored rows are never touched)."""
-        if not any(_load_call(p) is not None for m in messages for p in _parts(m)):
-            return messages  # nothing to do: no store round trip
+        if not rows:
+            return messages
+        # One small indexed query instead of scanning every part of every message: with no
+        # unload mark (the common case) a read touches no message at all. The states are read
+        # on every call (not cached) so unloads by other processes show at once.
         states = [
             s
             for s in await self._store.get_skill_states(self._key)
@@ -382,13 +385,14 @@ class ContextMixin:
         ]
         if not states:
             return messages
+        newest_mark = max(s.unloaded_before_seq or 0 for s in states)
         seq_by_id = {r.id: r.seq for r in rows}
         out = []
         for message in messages:
             seq = seq_by_id.get(message.get("id"))  # type: ignore[arg-type]
             parts = _parts(message)
             new_parts = None
-            if seq is not None:
+            if seq is not None and seq <= newest_mark:
                 for i, part in enumerate(parts):
                     call = _load_call(part)
                     if call is None or "output" not in part:
