@@ -1520,10 +1520,10 @@ async def amain(args: argparse.Namespace) -> int:
     mode = "--quick" if cfg.quick else "full"
     print(f"# mindstore vs peers ({mode}; {args.rounds} rounds; {elapsed:.0f} s)\n")
     print(
-        f"machine: {env['cpu']}, {env['cores']} cores, {env['memory']}; "
+        f"- machine: {env['cpu']}, {env['cores']} cores, {env['memory']}; "
         f"Python {env['python']}, SQLite {env['sqlite']}; {env['platform']}"
     )
-    print("versions: " + ", ".join(f"{k} {v}" for k, v in env["versions"].items() if v))
+    print("- versions: " + ", ".join(f"{k} {v}" for k, v in env["versions"].items() if v))
     print(
         "\nCells: median (×floor: the floor's cost multiple; W1 as time per message). "
         "Floor = `sqlite3` (W6: `sqlite3+fts5`)."
