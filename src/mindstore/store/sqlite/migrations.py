@@ -150,11 +150,34 @@ CREATE VIRTUAL TABLE entry_stem USING fts5(
 );
 """
 
+# Why: reading a path was a recursive walk, one index seek per message plus one more to fetch
+# its body — twice the cost of a plain range select. Most sessions are never branched: their
+# messages in seq order form one chain, and the path to any of them is just "the session's
+# messages up to that seq". ``sessions.linear`` records that (kept in the same transaction as
+# every append; cleared by the first append that does not extend the latest leaf; set again by
+# clear; never set back by delete, which is only conservative). The walk index gets ``sid`` in
+# front so it serves both the range read of a linear session and the walk of a branched one
+# (with sid known, each step is still one seek) — one index replaced by one, so an append
+# writes no more pages than before. Existing sessions are classified by the same rule: every
+# message's parent is the previous message of its session.
+m005_linear_paths: Final = """
+ALTER TABLE sessions ADD COLUMN linear INTEGER NOT NULL DEFAULT 1;
+UPDATE sessions SET linear = 0 WHERE sid IN (
+    SELECT DISTINCT sid FROM (
+        SELECT sid, parent_seq, lag(seq) OVER (PARTITION BY sid ORDER BY seq) AS prev
+        FROM messages
+    ) WHERE parent_seq IS NOT prev
+);
+DROP INDEX messages_walk;
+CREATE INDEX messages_path ON messages (sid, seq, parent_seq, tokens, nbytes);
+"""
+
 MIGRATIONS: Final[list[tuple[int, str, str]]] = [
     (1, "m001_message_tree", m001_message_tree),
     (2, "m002_message_search", m002_message_search),
     (3, "m003_context_state", m003_context_state),
     (4, "m004_entries", m004_entries),
+    (5, "m005_linear_paths", m005_linear_paths),
 ]
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]
