@@ -359,15 +359,16 @@ class SessionManager:
         source's) gains ``forked_from: {session_id, message_id}``.
 
         Raises:
+            SessionNotFoundError: no such session in this namespace.
             MessageNotFoundError: ``at_message_id`` is not a message of the source session.
         """
         _check_optional_str(name, "name")
         validate_id(at_message_id, "at_message_id")
         src = self._key(session_id)
+        info = await self._require(src)
         path = await self._store.path(src, at_message_id)
         if not path:  # pragma: no cover - path() raises for unknown ids
             raise MessageNotFoundError(f"message {at_message_id!r} not found in {session_id!r}")
-        info = await self._store.get_session(src)
         compactions = await self._store.get_compactions(src)
         skills = await self._store.get_skill_states(src)
         metadata: dict[str, Any] = dict(info.metadata or {}) if info is not None else {}
@@ -442,11 +443,7 @@ class SessionManager:
             raise ValueError("summary must be a non-empty string")
         _check_optional_str(name, "name")
         old_key = self._key(session_id)
-        old = await self._store.get_session(old_key)
-        if old is None:
-            raise SessionNotFoundError(
-                f"session {session_id!r} does not exist in namespace {self._namespace!r}"
-            )
+        old = await self._require(old_key)
         if old.end_reason is not None:
             raise ConflictError(
                 f"session {session_id!r} already ended ({old.end_reason}); "
@@ -484,6 +481,8 @@ class SessionManager:
         """Atomically add token counts and cost to the session's totals.
 
         Raises:
+            SessionNotFoundError: no such session in this namespace (a typo must not create
+                a phantom session).
             ValueError: a negative or non-numeric amount.
         """
         for field, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
@@ -496,9 +495,18 @@ class SessionManager:
             or cost < 0
         ):
             raise ValueError(f"cost must be a non-negative finite number, got {cost!r}")
-        return await self._store.add_usage(
-            self._key(session_id), input_tokens, output_tokens, float(cost)
-        )
+        key = self._key(session_id)
+        await self._require(key)
+        return await self._store.add_usage(key, input_tokens, output_tokens, float(cost))
+
+    async def _require(self, key: SessionKey) -> SessionInfo:
+        info = await self._store.get_session(key)
+        if info is None:
+            raise SessionNotFoundError(
+                f"session {key.session_id!r} does not exist in namespace {self._namespace!r}; "
+                "create it with SessionManager.create() or append to it first"
+            )
+        return info
 
     # ---- search ----------------------------------------------------------------------------
     async def search(

@@ -429,8 +429,10 @@ async def test_fork_in_the_middle_keeps_ids_and_overlays(store: Store) -> None:
     n_sessions = len(await m.list())
     with pytest.raises(MessageNotFoundError):
         await m.fork(src, "nope", "bad")
-    with pytest.raises(MessageNotFoundError):
+    with pytest.raises(SessionNotFoundError):
         await SessionManager(store, namespace="other").fork(src, "m6", "stolen")
+    with pytest.raises(SessionNotFoundError):
+        await m.fork("no-such-session", "m6", "typo")
     assert len(await m.list()) == n_sessions
 
 
@@ -494,6 +496,10 @@ async def test_usage_from_concurrent_tasks_adds_up_exactly(store: Store) -> None
         with pytest.raises(ValueError):
             await m.add_usage(sid, *bad)
     assert (await m.get(sid)).input_tokens == 360  # type: ignore[union-attr]
+    # a typo in the id must not create a phantom session
+    with pytest.raises(SessionNotFoundError):
+        await m.add_usage("no-such-session", 1, 1, 0.0)
+    assert await m.get("no-such-session") is None
 
 
 # ---- search and tools ----------------------------------------------------------------------
