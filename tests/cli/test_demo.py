@@ -99,3 +99,14 @@ def test_demo_refuses_an_existing_file(run: Invoke, tmp_path: Path) -> None:
     result = run("demo", "--db", path)
     assert result.exit_code == 1
     assert "already exists" in result.stderr
+
+
+def test_demo_honours_the_global_db_option(run: Invoke, tmp_path: Path) -> None:
+    path = tmp_path / "global.db"
+    result = run("--db", path, "demo", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["database"] == str(path)
+    assert path.exists()
+    refused = run("--db", "postgresql://127.0.0.1/x", "demo")
+    assert refused.exit_code == 1
+    assert "fresh SQLite file" in refused.stderr

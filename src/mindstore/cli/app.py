@@ -61,6 +61,7 @@ class Env:
     namespace: str
     json: bool
     namespace_given: bool
+    db_given: bool = False
 
 
 # ---- the edge: errors become one line, never a traceback -----------------------------------
@@ -243,6 +244,9 @@ def cli(ctx: click.Context, db: str, namespace: str, as_json: bool) -> None:
         namespace=namespace,
         json=as_json,
         namespace_given=source is not None and source != click.core.ParameterSource.DEFAULT,
+        # Only a --db typed on the command line counts for `demo`: a MINDSTORE_DB exported for
+        # an application must not make the tour refuse to run (it never writes an existing file).
+        db_given=ctx.get_parameter_source("db") == click.core.ParameterSource.COMMANDLINE,
     )
 
 
@@ -268,6 +272,16 @@ def demo(demo_db: str | None) -> None:
     from .demo import run_demo
 
     env = _env()
+    if demo_db is None and env.db_given:
+        demo_db = env.db
+    if demo_db is not None:
+        if demo_db.startswith(("postgresql://", "postgres://")):
+            raise CliError(
+                "demo runs on a fresh SQLite file; pass --db PATH (not a PostgreSQL URL)"
+            )
+        if demo_db.startswith("sqlite://"):
+            rest = demo_db[len("sqlite://") :]
+            demo_db = rest[1:] if rest.startswith("/") else rest
     out = Out()
     console = out.console if out.terminal else Console(highlight=False, no_color=True, width=100)
     summary = _run(run_demo(demo_db, console=None if env.json else console))
