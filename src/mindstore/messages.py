@@ -11,7 +11,8 @@ Invariants enforced by :func:`validate_message`:
 * ``parts`` is a list of objects each with a string ``type``; ``text``/``reasoning`` parts carry a
   string ``text``; tool parts (``tool-<name>`` or ``dynamic-tool``) carry ``toolCallId``;
   ``dynamic-tool`` parts carry ``toolName``; unknown part types are kept untouched;
-* ``id`` is a non-empty string of at most 256 characters (generated when missing);
+* ``id`` is a non-empty string of at most 256 characters (generated when missing) that does
+  not start with ``compaction_`` (reserved for the virtual summary messages of overlays);
 * the whole message is JSON-serialisable without NaN/Infinity, without lone surrogates and
   without NUL characters in keys, and nested no deeper than :data:`MAX_DEPTH`.
 
@@ -33,6 +34,7 @@ from mindstore.errors import InvalidMessageError
 __all__ = [
     "MAX_DEPTH",
     "MAX_ID_LENGTH",
+    "RESERVED_ID_PREFIX",
     "ROLES",
     "Message",
     "dumps",
@@ -48,6 +50,8 @@ Message = dict[str, Any]
 
 ROLES = frozenset({"system", "user", "assistant", "tool"})
 MAX_ID_LENGTH = 256
+RESERVED_ID_PREFIX = "compaction_"
+"""Ids of the virtual summary messages ``get_history`` shows in place of a compacted range."""
 MAX_DEPTH = 64
 
 _lock = threading.Lock()
@@ -140,6 +144,11 @@ def validate_message(message: Any, *, generate_id: bool = True) -> Message:
         # Replaces an explicit ``"id": None`` too.
         copy = {"id": new_message_id(), **{k: v for k, v in copy.items() if k != "id"}}
     validate_id(copy["id"], "message.id")
+    if copy["id"].startswith(RESERVED_ID_PREFIX):
+        raise InvalidMessageError(
+            f"message.id {copy['id']!r:.80} starts with {RESERVED_ID_PREFIX!r}, which is reserved "
+            "for the virtual summary messages of compaction overlays; choose another id"
+        )
     role = copy.get("role")
     if role not in ROLES:
         raise InvalidMessageError(f"message.role must be one of {sorted(ROLES)}, got {role!r:.80}")
@@ -213,7 +222,7 @@ def _check_json(value: Any, where: str, depth: int) -> Any:
     if isinstance(value, list | tuple):
         return [_check_json(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
     raise InvalidMessageError(
-        f"{where} is a {type(value).__name__}, which is not JSON-serialisable"
+        f"{where} is of type {type(value).__name__}, which is not JSON-serialisable"
     )
 
 

@@ -254,6 +254,11 @@ class Session(ContextMixin, CompactionMixin):
         budget cuts through a summarised range, the window starts with that summary instead of
         the covered messages it holds, so the result is always a suffix of ``get_history()``.
         """
+        for name, value in (("max_tokens", max_tokens), ("max_bytes", max_bytes)):
+            if value is not None and (not isinstance(value, int) or value < 0):
+                raise ValueError(f"{name} must be a non-negative integer or None, got {value!r}")
+        if not isinstance(min_messages, int) or min_messages < 0:
+            raise ValueError(f"min_messages must be a non-negative integer, got {min_messages!r}")
         window = await self._store.path_window(
             self._key,
             leaf_id,

@@ -210,6 +210,13 @@ async def test_every_bad_input_is_refused_and_changes_nothing(
             MessageNotFoundError,
         ),
         ("compaction reversed", lambda: session.add_compaction("s", "m3", "m1"), ValueError),
+        ("negative token budget", lambda: session.get_recent_history(max_tokens=-1), ValueError),
+        ("negative min_messages", lambda: session.get_recent_history(min_messages=-1), ValueError),
+        (
+            "reserved id prefix",
+            lambda: session.append_message(text("compaction_9")),
+            InvalidMessageError,
+        ),
         ("revert unknown compaction", lambda: session.revert_compaction(987654), CompactionError),
         (
             "write unknown block",

@@ -137,3 +137,11 @@ def test_tool_part_helpers() -> None:
     assert not is_tool_part({"type": 5})
     assert tool_name(static) == "get_status"
     assert tool_name(dynamic) == "search"
+
+
+def test_the_compaction_id_prefix_is_reserved() -> None:
+    # get_history shows overlays as virtual "compaction_<id>" messages; a stored message with
+    # such an id would be indistinguishable from one.
+    with pytest.raises(InvalidMessageError, match="reserved"):
+        validate_message({**user(), "id": "compaction_1"})
+    assert validate_message({**user(), "id": "compactions"})["id"] == "compactions"

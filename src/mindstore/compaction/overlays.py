@@ -35,6 +35,7 @@ import bisect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mindstore.messages import RESERVED_ID_PREFIX
 from mindstore.store.base import Compaction
 
 __all__ = [
@@ -45,7 +46,7 @@ __all__ = [
     "resolve_overlays",
 ]
 
-COMPACTION_ID_PREFIX = "compaction_"
+COMPACTION_ID_PREFIX = RESERVED_ID_PREFIX  # message ids can never start with it
 
 
 def compaction_message(compaction: Compaction) -> dict[str, Any]:

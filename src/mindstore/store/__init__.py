@@ -28,12 +28,17 @@ def __getattr__(name: str) -> Any:
 async def open_store(url: str, **options: Any) -> Store:
     """Open a store from a URL: ``sqlite:///path``, ``sqlite://:memory:``, ``postgresql://…``.
 
-    A plain path (no scheme) opens a SQLite file.
+    A plain path (no scheme) opens a SQLite file. As in SQLAlchemy, ``sqlite:///rel.db`` is a
+    path relative to the working directory and ``sqlite:////abs/path.db`` an absolute one.
 
     Raises:
         ValueError: unknown scheme.
         MissingDependencyError: ``postgresql://`` without the ``postgres`` extra.
     """
+    if not isinstance(url, str) or not url.strip():
+        raise ValueError(
+            "open_store needs a URL or path: sqlite:///path, sqlite://:memory:, postgresql://…"
+        )
     if url.startswith(("postgresql://", "postgres://")):
         from mindstore.store.postgres import PostgresStore
 
