@@ -513,9 +513,9 @@ async def test_alignment_ai_sdk_parts_and_pending_call(store: Store) -> None:
         msg("m1"),
         sdk_tool("m2", "c1"),
         msg("m3"),
-        sdk_tool("m4", "c2", done=False),  # pending: never summarised
-        msg("m5"),
-        msg("m6"),
+        sdk_tool("m4", "c2", done=False),  # pending (no user turn since): never summarised
+        msg("m5", role="assistant"),
+        msg("m6", role="assistant"),
     ]
     assert await _compact_range(store, "sdk", history) == ("m2", "m3")
 

@@ -165,26 +165,35 @@ async def test_tail_never_splits_call_from_result() -> None:
 async def test_pending_call_never_summarised() -> None:
     rec = Recorder()
     fn = create_compact_function(summarize=rec, protect_head=1, tail_token_budget=0)
-    # AI SDK shape: m3 holds a call with no result; everything from it on stays
+    # AI SDK shape: m3 holds a call with no result and the turn is still going (no user message
+    # after it); everything from it on stays
     msgs = [
         text("m0"),
         text("m1"),
         sdk_call("m2", "c0"),
         sdk_call("m3", "c1", done=False),
-        text("m4"),
-        text("m5"),
-        text("m6"),
+        text("m4", "assistant"),
+        text("m5", "assistant"),
+        text("m6", "assistant"),
     ]
     assert pending_call_index(msgs) == 3
     result = await fn(msgs, None)
     assert result is not None and result.to_message_id == "m2"
     # separate shape: a call whose result message has not arrived
-    msgs = [text(f"m{i}") for i in range(4)] + [call_only("m4", "c9"), text("m5"), text("m6")]
+    msgs = [text(f"m{i}") for i in range(4)] + [
+        call_only("m4", "c9"),
+        text("m5", "assistant"),
+        text("m6", "assistant"),
+    ]
     result = await fn(msgs, None)
     assert result is not None and result.to_message_id == "m3"
     # pending call right after the head: nothing to summarise
-    msgs = [text("m0"), call_only("m1", "c9"), *(text(f"m{i}") for i in range(2, 6))]
+    msgs = [text("m0"), call_only("m1", "c9"), *(text(f"m{i}", "assistant") for i in range(2, 6))]
     assert await fn(msgs, None) is None
+    # ... but once the user has spoken again the call is abandoned, not pending
+    msgs = [text("m0"), call_only("m1", "c9"), *(text(f"m{i}") for i in range(2, 6))]
+    assert pending_call_index(msgs) is None
+    assert await fn(msgs, None) is not None
 
 
 async def test_ai_sdk_complete_call_is_one_message() -> None:
@@ -260,3 +269,33 @@ async def test_nothing_new_after_summary_returns_none() -> None:
 def test_invalid_parameters() -> None:
     with pytest.raises(ValueError):
         create_compact_function(summarize=str, min_tail_messages=0)
+
+
+async def test_an_abandoned_call_does_not_block_compaction_for_ever() -> None:
+    # An early call that never got a result (the user interrupted and spoke again) must not stop
+    # every later compaction; a call still waiting at the end of the path is never summarised.
+    def text(mid: str, role: str) -> dict[str, Any]:
+        return {"id": mid, "role": role, "parts": [{"type": "text", "text": "words " * 40}]}
+
+    abandoned = {
+        "id": "o1",
+        "role": "assistant",
+        "parts": [
+            {"type": "tool-run", "toolCallId": "c9", "state": "input-available", "input": {}}
+        ],
+    }
+    messages = [text("u0", "user"), abandoned] + [
+        text(f"m{i}", "user" if i % 2 else "assistant") for i in range(30)
+    ]
+    fn = create_compact_function(
+        summarize=lambda prompt: "## Topic\nwork\n## Key Points\nmany words",
+        protect_head=1,
+        tail_token_budget=10,
+        min_tail_messages=1,
+    )
+    result = await fn(messages, None)
+    assert result is not None and result.from_message_id == "o1"
+
+    waiting = {**abandoned, "id": "o2", "parts": [{**abandoned["parts"][0], "toolCallId": "c10"}]}
+    result = await fn([*messages, waiting], None)
+    assert result is not None and result.to_message_id != "o2"

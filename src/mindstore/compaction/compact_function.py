@@ -16,7 +16,8 @@ Boundaries never separate a tool call from its result. Two shapes are understood
 
 Every ``toolCallId`` spans from the first to the last message that mentions it; a cut inside a
 span is moved (the head boundary forward, the tail boundary backward). Nothing from the first
-pending call on is ever summarised.
+pending call on is ever summarised. A call without a result that a later *user* message follows
+is abandoned, not pending (see :func:`pending_call_index`), and may be summarised.
 
 When a summary from an earlier round is visible, the head stops before it and the middle
 starts with it: the prompt hands the old summary over as the one to update, and the new range
@@ -120,8 +121,19 @@ def tool_call_spans(messages: Sequence[Mapping[str, Any]]) -> dict[str, tuple[in
 
 
 def pending_call_index(messages: Sequence[Mapping[str, Any]]) -> int | None:
-    """Index of the first message holding a tool call that has no result yet, or None."""
-    pending = [first for first, _, done in tool_call_spans(messages).values() if not done]
+    """Index of the first message holding a tool call that has no result *yet*, or None.
+
+    A call without a result that a later user message follows was abandoned (the user spoke
+    again; no result will ever answer it in its place). It is not pending: otherwise one
+    interrupted call early in a conversation would block compaction of everything after it
+    for ever, and the context would grow without bound.
+    """
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    pending = [
+        first
+        for first, _, done in tool_call_spans(messages).values()
+        if not done and first > last_user
+    ]
     return min(pending) if pending else None
 
 
