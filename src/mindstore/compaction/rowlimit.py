@@ -23,12 +23,19 @@ unchanged (the same object).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from mindstore.compaction.truncation import json_size, shrink_json
 from mindstore.messages import dumps, is_tool_part
 
-__all__ = ["TEXT_PREVIEW_CHARS", "TOOL_OUTPUT_CHARS", "enforce_row_limit", "message_bytes"]
+__all__ = [
+    "TEXT_PREVIEW_CHARS",
+    "TOOL_OUTPUT_CHARS",
+    "enforce_row_limit",
+    "fit_row",
+    "message_bytes",
+]
 
 TOOL_OUTPUT_CHARS = 1_000
 TEXT_PREVIEW_CHARS = 500
@@ -38,7 +45,15 @@ _KEEP_KEYS = ("type", "toolCallId", "toolName", "state")
 
 def message_bytes(message: dict[str, Any]) -> int:
     """UTF-8 bytes of the message's stored JSON."""
-    return len(dumps(message).encode("utf-8"))
+    return _utf8_len(dumps(message))
+
+
+def _utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 def _text_stub(text: str) -> str:
@@ -48,19 +63,72 @@ def _text_stub(text: str) -> str:
     )
 
 
+class _Pieces:
+    """Compact JSON of values, each serialised at most once.
+
+    JSON is compositional: an object's compact JSON is ``{`` + ``"key":value`` pieces joined by
+    ``,`` + ``}``. So the size of the message being shrunk (and finally its text) is assembled
+    from its fields' pieces, and only a value that changed is serialised again — a 50 MB tool
+    output is dumped once, not once per measurement. Entries are keyed by ``id`` and hold the
+    value, so an id cannot be reused while cached; values are never mutated here.
+    """
+
+    def __init__(self) -> None:
+        self._cache: dict[int, tuple[Any, str, int]] = {}
+
+    def get(self, value: Any) -> tuple[str, int]:
+        """``(json text, utf-8 bytes)`` of ``value``."""
+        hit = self._cache.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1], hit[2]
+        text = _json(value)
+        size = _utf8_len(text)
+        self._cache[id(value)] = (value, text, size)
+        return text, size
+
+    def chars(self, value: Any) -> int:
+        """Characters of ``value``'s compact JSON (what ``json_size`` measures)."""
+        return len(self.get(value)[0])
+
+    def bytes(self, value: Any) -> int:
+        return self.get(value)[1]
+
+    def object_bytes(self, obj: dict[str, Any]) -> int:
+        """Bytes of a dict's JSON from its items' pieces (keys and values cached)."""
+        if not obj:
+            return 2
+        return 1 + sum(self.bytes(k) + 1 + self.bytes(v) + 1 for k, v in obj.items())
+
+    def object_chars(self, obj: dict[str, Any]) -> int:
+        """Characters of a dict's JSON (what ``json_size`` measures), from cached pieces."""
+        if not obj:
+            return 2
+        return 1 + sum(self.chars(k) + 1 + self.chars(v) + 1 for k, v in obj.items())
+
+    def object_text(self, obj: dict[str, Any]) -> str:
+        return "{" + ",".join(f"{self.get(k)[0]}:{self.get(v)[0]}" for k, v in obj.items()) + "}"
+
+    def list_bytes(self, items: list[Any], item_bytes: Callable[[Any], int]) -> int:
+        if not items:
+            return 2
+        return 1 + sum(item_bytes(item) + 1 for item in items)
+
+
 class _Shrinker:
-    def __init__(self, message: dict[str, Any], max_bytes: int) -> None:
+    def __init__(self, message: dict[str, Any], max_bytes: int, original_bytes: int) -> None:
         self.max_bytes = max_bytes
-        self.original_bytes = message_bytes(message)
+        self.original_bytes = original_bytes
         self.parts: list[Any] = list(message.get("parts") or [])
         self.message = message
         self.records: list[dict[str, Any]] = []
         self.dropped_records = 0
         self.metadata: Any = message.get("metadata")
         self.current = self.original_bytes
+        self.pieces = _Pieces()
+        self.base = {k: v for k, v in message.items() if k not in ("parts", "metadata")}
 
     def build(self) -> dict[str, Any]:
-        out = {k: v for k, v in self.message.items() if k not in ("parts", "metadata")}
+        out = dict(self.base)
         out["parts"] = self.parts
         out["metadata"] = self._metadata_with_record()
         return out
@@ -78,8 +146,42 @@ class _Shrinker:
         meta["mindstore"] = own
         return meta
 
+    # Sizes are assembled from cached pieces; see _Pieces.
+    def part_bytes(self, part: Any) -> int:
+        if isinstance(part, dict):
+            return self.pieces.object_bytes(part)
+        return self.pieces.bytes(part)
+
+    def _part_text(self, part: Any) -> str:
+        if isinstance(part, dict):
+            return self.pieces.object_text(part)
+        return self.pieces.get(part)[0]
+
     def size(self) -> int:
-        return message_bytes(self.build())
+        """Exact UTF-8 bytes of ``dumps(self.build())``, from the cached pieces."""
+        p = self.pieces
+        meta = self._metadata_with_record()
+        meta_bytes = 1 + sum(
+            p.bytes(k) + 1 + (_bytes(v) if k == "mindstore" else p.bytes(v)) + 1
+            for k, v in meta.items()
+        )
+        items = [p.bytes(k) + 1 + p.bytes(v) for k, v in self.base.items()]
+        items.append(8 + p.list_bytes(self.parts, self.part_bytes))  # "parts":
+        items.append(11 + meta_bytes)  # "metadata":
+        return 1 + sum(n + 1 for n in items)
+
+    def text(self) -> str:
+        """``dumps(self.build())``, assembled from the cached pieces."""
+        p = self.pieces
+        meta = self._metadata_with_record()
+        items = [f"{p.get(k)[0]}:{p.get(v)[0]}" for k, v in self.base.items()]
+        items.append('"parts":[' + ",".join(self._part_text(x) for x in self.parts) + "]")
+        meta_items = (
+            f"{p.get(k)[0]}:{_json(v) if k == 'mindstore' else p.get(v)[0]}"
+            for k, v in meta.items()
+        )
+        items.append('"metadata":{' + ",".join(meta_items) + "}")
+        return "{" + ",".join(items) + "}"
 
     def fits(self) -> bool:
         self.current = self.size()
@@ -100,12 +202,13 @@ class _Shrinker:
         """
         if self.fits():
             return True
+        pieces = self.pieces
         targets: list[tuple[int, int, str]] = []
         for i, part in enumerate(self.parts):
             if isinstance(part, dict):
                 for field in select(part):
                     if field in part:
-                        size = json_size(part[field])
+                        size = pieces.chars(part[field])
                         if size > floor:
                             targets.append((size, i, field))
         targets.sort(key=lambda t: (-t[0], t[1], t[2]))
@@ -115,10 +218,10 @@ class _Shrinker:
             part = self.parts[i]
             old_value = part[field]
             new_value = shrink(old_value)
-            if json_size(new_value) >= size:
+            if new_value is old_value or pieces.chars(new_value) >= size:
                 continue
             self.parts[i] = {**part, field: new_value}
-            self.current += _bytes(new_value) - _bytes(old_value)
+            self.current += pieces.bytes(new_value) - pieces.bytes(old_value)
             self.record(i, field, size)
         return self.fits()
 
@@ -149,12 +252,27 @@ def enforce_row_limit(message: dict[str, Any], max_bytes: int) -> dict[str, Any]
     ``message`` must already be validated; it is never mutated. ``max_bytes`` must leave room
     for the record (at least 4096).
     """
+    return fit_row(message, max_bytes)[0]
+
+
+def fit_row(message: dict[str, Any], max_bytes: int) -> tuple[dict[str, Any], str]:
+    """:func:`enforce_row_limit` plus the stored JSON of its result (``dumps(result)``).
+
+    The size check serialises the message anyway; handing that text on (``NewMessage.content``)
+    saves the store from serialising it again. A message that fits is returned unchanged (the
+    same object).
+    """
     if max_bytes < 4096:
         raise ValueError("max_bytes must be at least 4096")
-    if message_bytes(message) <= max_bytes:
-        return message
-    s = _Shrinker(message, max_bytes)
+    text = dumps(message)
+    size = _utf8_len(text)
+    if size <= max_bytes:
+        return message, text
+    s = _shrink(_Shrinker(message, max_bytes, size))
+    return s.build(), s.text()
 
+
+def _shrink(s: _Shrinker) -> _Shrinker:
     def shrink_tool(value: Any) -> Any:
         return shrink_json(value, TOOL_OUTPUT_CHARS)
 
@@ -170,18 +288,18 @@ def enforce_row_limit(message: dict[str, Any], max_bytes: int) -> dict[str, Any]
 
     floor = TOOL_OUTPUT_CHARS + 100
     if s.shrink_fields(_tool_outputs, shrink_tool, floor=floor):
-        return s.build()
+        return s
     if s.shrink_fields(_texts, shrink_text, floor=TEXT_PREVIEW_CHARS + 100):
-        return s.build()
+        return s
     if s.shrink_fields(_tool_inputs, shrink_tool, floor=floor):
-        return s.build()
+        return s
     if s.shrink_fields(_other_fields, shrink_other, floor=floor):
-        return s.build()
+        return s
     # the message's own metadata
     meta = s.metadata
     if isinstance(meta, dict):
         rest = {k: v for k, v in meta.items() if k != "mindstore"}
-        size = json_size(rest)
+        size = s.pieces.object_chars(rest)
         if size > TOOL_OUTPUT_CHARS:
             shrunk = shrink_json(rest, TOOL_OUTPUT_CHARS)
             if not isinstance(shrunk, dict):
@@ -192,18 +310,19 @@ def enforce_row_limit(message: dict[str, Any], max_bytes: int) -> dict[str, Any]
             s.metadata = {**shrunk, **({"mindstore": keep} if isinstance(keep, dict) else {})}
             s.record(None, "metadata", size)
             if s.fits():
-                return s.build()
+                return s
         own = s.metadata.get("mindstore") if isinstance(s.metadata, dict) else None
         if own is not None and json_size(own) > TOOL_OUTPUT_CHARS:
             s.metadata = {k: v for k, v in s.metadata.items() if k != "mindstore"}
             s.record(None, "metadata.mindstore", json_size(own))
             if s.fits():
-                return s.build()
+                return s
     # last resort: keep leading parts while they fit, replace the rest by one note
-    return _drop_parts(s)
+    _drop_parts(s)
+    return s
 
 
-def _drop_parts(s: _Shrinker) -> dict[str, Any]:
+def _drop_parts(s: _Shrinker) -> None:
     parts = s.parts
     total = len(parts)
     s.parts = []
@@ -211,7 +330,7 @@ def _drop_parts(s: _Shrinker) -> dict[str, Any]:
     kept: list[Any] = []
     used = base
     for part in parts:
-        size = len(dumps(part).encode("utf-8")) + 1
+        size = s.part_bytes(part) + 1
         if used + size > s.max_bytes:
             break
         kept.append(part)
@@ -228,4 +347,3 @@ def _drop_parts(s: _Shrinker) -> dict[str, Any]:
     if not s.fits():  # nothing left to cut but the record itself
         s.records = s.records[:1]
         s.metadata = None
-    return s.build()
