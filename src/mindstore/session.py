@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from mindstore.compaction.rowlimit import fit_row
 from mindstore.compaction.session_compaction import CompactionMixin
 from mindstore.context.session_context import ContextMixin
 from mindstore.context.spec import BlockSpec, Scope
-from mindstore.errors import InvalidMessageError, MessageNotFoundError
+from mindstore.errors import ConflictError, InvalidMessageError, MessageNotFoundError
 from mindstore.messages import validate_id, validate_message
 from mindstore.search import SearchResult, parse_query
 from mindstore.store.base import AUTO, UNSET, NewMessage, SessionKey, Store, _Sentinel
@@ -194,15 +195,28 @@ class Session(ContextMixin, CompactionMixin):
             MessageNotFoundError: ``parent_id`` does not exist in this session.
             ConflictError: ``expected_leaf`` is no longer the latest leaf.
         """
-        msg = self._prepare_message(message)
+        # validate + row-size limit; the size check's JSON goes to the store (serialised once)
+        msg, content = fit_row(validate_message(message), self.max_message_bytes)
         if isinstance(parent_id, str):
             validate_id(parent_id, "parent_id")
         elif parent_id is not None and parent_id is not AUTO:
             raise InvalidMessageError(
                 f"parent_id must be a message id, None (new root) or omitted, got {parent_id!r:.80}"
             )
-        item = NewMessage(message=msg, parent=parent_id, tokens=self.count_message_tokens([msg]))
-        [inserted] = await self._store.append(self._key, [item], expected_leaf=expected_leaf)
+        item = NewMessage(
+            message=msg,
+            parent=parent_id,
+            tokens=self.count_message_tokens([msg]),
+            content=content,
+        )
+        try:
+            [inserted] = await self._store.append(self._key, [item], expected_leaf=expected_leaf)
+        except ConflictError:
+            # A retried compare-and-append whose first attempt landed (its acknowledgement was
+            # lost) finds its own message as the leaf: re-appending an existing id is a no-op.
+            if await self._store.get_message(self._key, msg["id"]) is not None:
+                return False
+            raise
         if inserted:
             await self._after_append(msg)
         return inserted

@@ -191,6 +191,9 @@ async def test_expected_leaf_compare_and_append(store: Store) -> None:
         await s.append_message(msg("c"), expected_leaf="a")
     assert await s.get_message("c") is None
     assert ids(await s.get_history()) == ["a", "b"]
+    # a retry of a compare-and-append that already landed is a no-op, not a conflict
+    assert await s.append_message(msg("b"), expected_leaf="a") is False
+    assert ids(await s.get_history()) == ["a", "b"]
 
 
 async def test_get_node_created_at_and_seq(store: Store) -> None:
