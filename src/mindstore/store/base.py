@@ -84,6 +84,10 @@ class NewMessage:
     parent: ParentSpec = AUTO
     tokens: int = 0
     """The session's token estimate of this message, kept for budgets (get_recent_history)."""
+    content: str | None = None
+    """Optional: exactly :func:`mindstore.messages.dumps` of ``message``, when the caller has it
+    already (the Session does, from the row-size check). A store may store it instead of
+    serialising the message again; it must not be anything else."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -83,7 +83,9 @@ Measured with ``bench/bench_core.py`` / ``bench_context.py`` / ``bench_manager.p
   cause. The schema was checked page by page against the plain baseline (row + the same two
   FTS rows): AUTOINCREMENT, the parent index, the path index and the sessions-row update cost
   about one frame each (~15% together) and each carries an invariant (seq never reused,
-  children lookups, path reads, O(1) latest leaf), so they stay.
+  children lookups, path reads, O(1) latest leaf), so they stay. The Session hands the store
+  the JSON it already produced for the row-size check (``NewMessage.content``), so a message
+  is serialised once.
 * **Path reads.** Stored JSON is decoded with the C scanner directly (``json.loads``' per-call
   checks were a third of a 5,000-message read). A never-branched session (the common case) is
   read as an index range instead of a recursive walk (one seek per message instead of two).
@@ -658,11 +660,16 @@ class SQLiteStore:
                 raise TypeError("parent must be a message id, None (new root) or AUTO")
             if isinstance(item.tokens, bool) or not isinstance(item.tokens, int):
                 raise TypeError("NewMessage.tokens must be an integer")
-            try:
-                content = dumps(msg)
-            except (TypeError, ValueError) as e:
-                raise InvalidMessageError(f"message {mid!r} is not JSON-serialisable: {e}") from e
-            prepared.append((item, mid, role, content, len(content.encode("utf-8"))))
+            content = item.content  # dumps(msg) already, from the Session's row-size check
+            if not isinstance(content, str):
+                try:
+                    content = dumps(msg)
+                except (TypeError, ValueError) as e:
+                    raise InvalidMessageError(
+                        f"message {mid!r} is not JSON-serialisable: {e}"
+                    ) from e
+            nbytes = len(content) if content.isascii() else len(content.encode("utf-8"))
+            prepared.append((item, mid, role, content, nbytes))
         if expected_leaf is not UNSET and expected_leaf is not None:
             _check_id(expected_leaf, "expected_leaf")
         if not prepared and expected_leaf is UNSET:
