@@ -280,13 +280,14 @@ async def bench_search(schema: str, n: int) -> None:
             "plainto_tsquery('english', %s) q WHERE tsv @@ q ORDER BY r DESC LIMIT 20"
         )
         # The same plain query plus ts_headline snippets of its 20 rows: the same output as
-        # Session.search (snippets are most of the difference for rare words).
+        # Session.search (snippets are most of the difference for rare words). Named
+        # parameters: the headline options come first in the text, the query words second.
         plain_hl_sql = (
-            "SELECT seq, body, r, ts_headline('english', body, q, %s) FROM ("
+            "SELECT seq, body, r, ts_headline('english', body, q, %(opts)s) FROM ("
             + plain_sql.replace(
                 "SELECT seq, body, ts_rank(tsv, q) AS r",
                 "SELECT seq, body, ts_rank(tsv, q) AS r, q",
-            )
+            ).replace("%s", "%(q)s")
             + ") t ORDER BY r DESC"
         )
         ours: list[float] = []
@@ -302,14 +303,17 @@ async def bench_search(schema: str, n: int) -> None:
                 hits += len(res)
                 t0 = time.perf_counter()
                 c = await conn.execute(plain_sql, (q.replace('"', ""),))
-                await c.fetchall()
+                plain_rows = await c.fetchall()
                 base.append(time.perf_counter() - t0)
                 t0 = time.perf_counter()
                 c = await conn.execute(
-                    plain_hl_sql, (q.replace('"', ""), pgstore._HEADLINE_OPTIONS)
+                    plain_hl_sql, {"q": q.replace('"', ""), "opts": pgstore._HEADLINE_OPTIONS}
                 )
-                await c.fetchall()
+                hl_rows = await c.fetchall()
                 base_hl.append(time.perf_counter() - t0)
+                # both baselines return as many rows (the snippet one once returned
+                # nothing: its parameters were bound in the wrong order)
+                assert len(hl_rows) == len(plain_rows), q
         o, b = statistics.median(ours), statistics.median(base)
         row(
             f"search {n:,} msgs / {sessions} sessions, median of {len(ours)}",
