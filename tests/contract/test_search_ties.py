@@ -1,0 +1,62 @@
+"""Contract: equal scores are broken by recency, across the limit cut, for every way a search
+is scoped (one session, several, a namespace; keyed entries)."""
+
+from __future__ import annotations
+
+from mindstore.search import parse_query
+from mindstore.session import Session
+from mindstore.store.base import ScopeKey, Store
+
+
+def text_msg(mid: str, text: str) -> dict[str, object]:
+    return {"id": mid, "role": "user", "parts": [{"type": "text", "text": text}]}
+
+
+async def test_ties_newest_first_across_the_limit(store: Store) -> None:
+    a = Session.create(store, "a")
+    b = Session.create(store, "b")
+    # identical texts score identically; interleave the sessions so seqs alternate
+    for i in range(8):
+        await a.append_message(text_msg(f"a{i}", "quarterly budget review"))
+        await b.append_message(text_msg(f"b{i}", "quarterly budget review"))
+        await a.append_message(text_msg(f"x{i}", "unrelated words here"))
+    # a better match (shorter document) is first whatever its age
+    await a.append_message(text_msg("best", "budget"), parent_id="a0")
+
+    hits = await a.search("budget", limit=3)
+    assert [h.message_id for h in hits] == ["best", "a7", "a6"]
+    hits = await store.search("default", parse_query("budget"), limit=4)
+    assert [(h.session_id, h.message_id) for h in hits] == [
+        ("a", "best"),
+        ("b", "b7"),
+        ("a", "a7"),
+        ("b", "b6"),
+    ]
+    hits = await store.search("default", parse_query("budget"), session_ids=["b", "nope"], limit=2)
+    assert [h.message_id for h in hits] == ["b7", "b6"]
+    # prefix-only and word + prefix queries take the other index
+    hits = await store.search("default", parse_query("quart*"), limit=2)
+    assert [h.message_id for h in hits] == ["b7", "a7"]
+    hits = await store.search("default", parse_query("budget quart*"), limit=2)
+    assert [h.message_id for h in hits] == ["b7", "a7"]
+    for h in hits:
+        assert h.text == "quarterly budget review" and "[" in h.snippet
+    # other namespaces never leak in
+    other = Session.create(store, "a", namespace="other")
+    await other.append_message(text_msg("o1", "budget"))
+    hits = await store.search("default", parse_query("budget"), limit=50)
+    assert "o1" not in {h.message_id for h in hits} and len(hits) == 17
+
+
+async def test_entry_ties_most_recently_updated_first(store: Store) -> None:
+    kb = ScopeKey(namespace="n", session_id=None, label="kb")
+    other = ScopeKey(namespace="n", session_id="s1", label="kb")
+    for i in range(6):
+        await store.put_entry(kb, f"k{i}", "deploy the service")
+        await store.put_entry(other, f"k{i}", "deploy the service")
+    await store.put_entry(kb, "k2", "deploy the service")  # updated last: newest
+    hits = await store.search_entries(kb, parse_query("deploy"), limit=3)
+    assert [h.key for h in hits] == ["k2", "k5", "k4"]
+    assert all(h.snippet and "[" in h.snippet for h in hits)
+    hits = await store.search_entries(other, parse_query("serv*"), limit=2)
+    assert [h.key for h in hits] == ["k5", "k4"]
