@@ -132,6 +132,9 @@ class SkillState:
     ``loaded`` is False after an unload; ``unloaded_before_seq`` is then the highest message
     ``seq`` of the session at unload time: tool results of ``load_context`` for this key stored in
     messages with ``seq <= unloaded_before_seq`` read back as ``[skill unloaded: <key>]``.
+    Loading the skill again keeps that mark (``loaded`` is True, ``unloaded_before_seq`` is
+    not None): results from before the unload stay hidden and the new load's result shows.
+    The next unload moves the mark to the then-newest message. ``None`` means never unloaded.
     """
 
     label: str

@@ -1401,7 +1401,10 @@ class SQLiteStore:
                 "(namespace, session_id, label, skill_key, loaded, unloaded_before_seq) "
                 "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (namespace, session_id, label, skill_key) "
                 "DO UPDATE SET loaded = excluded.loaded, "
-                "unloaded_before_seq = excluded.unloaded_before_seq",
+                # A reload keeps the last unload's mark: results stored before that unload
+                # stay hidden; an unload moves the mark to the newest message.
+                "unloaded_before_seq = "
+                "coalesce(excluded.unloaded_before_seq, skill_states.unloaded_before_seq)",
                 (*k, int(loaded), before),
             )
             return True
