@@ -309,8 +309,71 @@ def _loads(text: str) -> Any:
     return value
 
 
+def _path_builder() -> Callable[[list[Any], str | None], list[StoredMessage]]:
+    """The loop that turns path rows into :class:`StoredMessage` objects, root-most first.
+
+    A path read builds thousands of them: this is :func:`_stored_message_factory`'s slot
+    setting and :func:`_loads`' decoding inlined into one loop (no per-row function call),
+    ~10% of a 5,000-message read.
+    """
+    names = ("id", "parent_id", "message", "created_at", "seq", "tokens", "nbytes")
+    setters = [StoredMessage.__dict__.get(n) for n in names]
+    if not all(isinstance(d, types.MemberDescriptorType) for d in setters):
+
+        def slow(rows: list[Any], parent_id: str | None) -> list[StoredMessage]:
+            out = []
+            for mid, content, created_us, mseq, tokens, nbytes in reversed(rows):
+                out.append(
+                    _make_stored(
+                        mid, parent_id, _loads(content), _dt(created_us), mseq, tokens, nbytes
+                    )
+                )
+                parent_id = mid
+            return out
+
+        return slow
+    s_id, s_parent, s_msg, s_created, s_seq, s_tokens, s_nbytes = (
+        d.__set__  # type: ignore[union-attr]
+        for d in setters
+    )
+    new = object.__new__
+    cls = StoredMessage
+    scan = _scan_json
+    loads = json.loads
+    fromts = datetime.fromtimestamp
+    utc = UTC
+
+    def build(rows: list[Any], parent_id: str | None) -> list[StoredMessage]:
+        """``rows`` = ``(id, content, created_us, seq, tokens, nbytes)`` leaf first."""
+        out: list[StoredMessage] = []
+        append = out.append
+        for mid, content, created_us, mseq, tokens, nbytes in reversed(rows):
+            try:
+                message, end = scan(content, 0)
+            except StopIteration:
+                message, end = loads(content), len(content)
+            if end != len(content):
+                message = loads(content)
+            obj = new(cls)
+            s_id(obj, mid)
+            s_parent(obj, parent_id)
+            s_msg(obj, message)
+            s_created(obj, fromts(created_us / 1_000_000, utc))
+            s_seq(obj, mseq)
+            s_tokens(obj, tokens)
+            s_nbytes(obj, nbytes)
+            append(obj)
+            parent_id = mid
+        return out
+
+    return build
+
+
 def _message_row(row: Sequence[Any], parent_id: str | None) -> StoredMessage:
     return _make_stored(row[1], parent_id, _loads(row[3]), _dt(row[4]), row[0], row[5], row[6])
+
+
+_build_path = _path_builder()
 
 
 # seq, id, parent id, content, created_us, tokens, nbytes
@@ -869,25 +932,7 @@ class SQLiteStore:
                 (rows[-1][3],),
             ).fetchone()
             parent_id = None if top is None else top[0]
-        out: list[StoredMessage] = []
-        append = out.append
-        loads = _loads
-        make = _make_stored
-        fromts = datetime.fromtimestamp
-        for mid, content, created_us, mseq, tokens, nbytes in reversed(rows):
-            append(
-                make(
-                    mid,
-                    parent_id,
-                    loads(content),
-                    fromts(created_us / 1_000_000, UTC),
-                    mseq,
-                    tokens,
-                    nbytes,
-                )
-            )
-            parent_id = mid
-        return out
+        return _build_path(rows, parent_id)
 
     async def path(self, key: SessionKey, leaf_id: str | None) -> list[StoredMessage]:
         _check_key(key)
