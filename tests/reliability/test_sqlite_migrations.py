@@ -76,3 +76,24 @@ async def test_m005_classifies_existing_sessions_and_reads_them_exactly(tmp_path
         assert [m["id"] for m in await history("chain").get_history()] == ["a", "b", "c", "d"]
         await history("branched").append_message({"id": "z", "role": "user", "parts": []})
         assert [m["id"] for m in await history("branched").get_history()] == ["r", "y", "z"]
+
+
+async def test_m006_lists_existing_sessions_newest_first(tmp_path: Path) -> None:
+    path = tmp_path / "v5.db"
+    conn = make_db(path, 5)
+    for sid, updated in [(1, 30), (2, 10), (3, 20), (4, 20)]:
+        conn.execute(
+            "INSERT INTO sessions (sid, namespace, session_id, created_us, updated_us) "
+            "VALUES (?, 'default', ?, 1, ?)",
+            (sid, f"s{sid}", updated),
+        )
+    conn.execute(
+        "INSERT INTO sessions (sid, namespace, session_id, created_us, updated_us) "
+        "VALUES (5, 'other', 's9', 1, 99)"
+    )
+    conn.close()
+    async with SQLiteStore(path) as store:
+        page = await store.list_sessions("default", limit=3)
+        assert [s.id for s in page] == ["s1", "s4", "s3"]
+        rest = await store.list_sessions("default", limit=3, before="s3")
+        assert [s.id for s in rest] == ["s2"]

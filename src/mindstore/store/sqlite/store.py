@@ -35,7 +35,8 @@ Schema (see :mod:`.migrations`)
 * ``sessions``: one row per (namespace, session_id) with a small integer ``sid``; it is the
   SessionManager registry row and holds ``leaf_seq`` (the latest-leaf pointer, so
   ``latest_leaf`` is O(1) at cold start, recomputed on delete) and ``message_count``. Every
-  append upserts it (``updated_at``, count, leaf). Writing blocks, prompts or skill state does
+  append upserts it (``updated_at``, count, leaf, ``linear``). ``sessions_by_update`` serves
+  ``list_sessions`` (newest first) in O(page). Writing blocks, prompts or skill state does
   *not* create a registry row.
 * ``messages``: ``seq INTEGER PRIMARY KEY AUTOINCREMENT`` (store-wide monotonic, never reused),
   ``parent_seq`` references ``messages(seq)``; ``content`` is :func:`mindstore.messages.dumps`
