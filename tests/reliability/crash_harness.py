@@ -236,6 +236,44 @@ async def verify(
     return problems
 
 
+WRITER_APP = "mindstore_crash_writer"
+
+
+def _writer_target(backend: str, target: str) -> str:
+    """PostgreSQL writers connect with an application_name, so the verifier can wait for the
+    server to finish what a killed client left behind (see :func:`_settle`)."""
+    if backend != "postgres":
+        return target
+    url, schema = target.split("|")
+    sep = "&" if "?" in url else "?"
+    return f"{url}{sep}application_name={WRITER_APP}|{schema}"
+
+
+async def _settle(backend: str, target: str) -> None:
+    """Wait until the server has no backend left of a killed writer.
+
+    A client killed right after sending COMMIT leaves its server process to finish the commit
+    on its own; until that process exits, a verifier could read the state from before the
+    commit and then see the message appear later. SQLite has no server: nothing to wait for.
+    """
+    if backend != "postgres":
+        return
+    import psycopg
+
+    url = target.split("|")[0]
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        for _ in range(200):
+            cur = await conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+                (WRITER_APP,),
+            )
+            row = await cur.fetchone()
+            if row is None or row[0] == 0:
+                return
+            await asyncio.sleep(0.05)
+    raise RuntimeError("a killed writer's server process did not exit within 10 s")
+
+
 async def run_crash_rounds(
     backend: str, target: str, open_store: Any, kills: int, seed: int = 1234
 ) -> Report:
@@ -243,11 +281,13 @@ async def run_crash_rounds(
     rng = random.Random(seed)
     model = Model()
     report = Report()
+    writer_target = _writer_target(backend, target)
     for round_no in range(1, kills + 1):
         kill_after = rng.uniform(0.005, 0.12)
         events = await asyncio.to_thread(
-            _run_writer, backend, target, round_no, rng.randrange(1 << 30), kill_after
+            _run_writer, backend, writer_target, round_no, rng.randrange(1 << 30), kill_after
         )
+        await _settle(backend, target)
         pending = _apply_events(model, events)
         report.kills += 1
         store = await open_store()
