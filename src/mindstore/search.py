@@ -6,6 +6,8 @@ Query language (identical on SQLite and PostgreSQL):
 * ``"quoted phrase"`` matches adjacent words (stemmed);
 * ``word*`` matches every word that begins with the letters *as typed* (unstemmed), so backends
   index an unstemmed copy of the text for prefix matching;
+* diacritics of Latin letters are ignored on both sides (``cafe`` finds "café" and ``café``
+  finds "cafe");
 * every other character is text: a query is split into word tokens (Unicode letters and digits)
   and nothing the user typed ever reaches a backend's query parser — backends build their own
   syntax from :class:`ParsedQuery` tokens only, which contain nothing but word characters.
@@ -19,8 +21,10 @@ Indexed text: text and reasoning parts go to the ``text`` column; tool names, in
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -74,8 +78,33 @@ class ParsedQuery:
 
 
 def word_tokens(text: str) -> list[str]:
-    """Lower-cased runs of Unicode letters and digits (the tokenizer backends agree on)."""
-    return [t.lower() for t in _WORD.findall(text)]
+    """Lower-cased runs of Unicode letters and digits with Latin diacritics removed — the
+    tokenizer every backend agrees on (SQLite's FTS5 ``unicode61`` folds Latin diacritics, so
+    ``cafe`` finds "café"; PostgreSQL is fed these tokens so it does the same)."""
+    if text.isascii():
+        return [t.lower() for t in _WORD.findall(text)]
+    return [_fold(t.lower()) for t in _WORD.findall(text)]
+
+
+@functools.lru_cache(maxsize=65_536)
+def _fold(token: str) -> str:
+    """Remove the diacritics of Latin letters (``é`` → ``e``), as FTS5 ``unicode61`` does;
+    other scripts (kana voicing marks, Hangul, …) are left as they are."""
+    if token.isascii():
+        return token
+    out: list[str] = []
+    for ch in token:
+        if ch.isascii() or not _is_latin(ch):
+            out.append(ch)
+            continue
+        base = unicodedata.normalize("NFD", ch)
+        out.append("".join(c for c in base if not unicodedata.combining(c)) or ch)
+    return "".join(out)
+
+
+def _is_latin(ch: str) -> bool:
+    cp = ord(ch)
+    return 0x00C0 <= cp <= 0x024F or 0x1E00 <= cp <= 0x1EFF
 
 
 def parse_query(query: str) -> ParsedQuery:

@@ -57,7 +57,8 @@ def test_non_string_query_is_a_type_error() -> None:
 
 
 def test_word_tokens_unicode() -> None:
-    assert word_tokens("Héllo, 世界! x_y 42") == ["héllo", "世界", "x", "y", "42"]
+    # Latin diacritics fold (as FTS5 unicode61 does); other scripts stay as typed
+    assert word_tokens("Héllo, 世界! x_y 42") == ["hello", "世界", "x", "y", "42"]
 
 
 def test_index_text_splits_text_and_tool_text() -> None:
