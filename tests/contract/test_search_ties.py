@@ -60,3 +60,27 @@ async def test_entry_ties_most_recently_updated_first(store: Store) -> None:
     assert all(h.snippet and "[" in h.snippet for h in hits)
     hits = await store.search_entries(other, parse_query("serv*"), limit=2)
     assert [h.key for h in hits] == ["k5", "k4"]
+
+
+async def test_ties_with_many_matches(store: Store) -> None:
+    """Over a hundred equal matches (the SQLite store ranks large match sets differently)."""
+    a = Session.create(store, "many-a")
+    b = Session.create(store, "many-b")
+    for i in range(60):
+        await a.append_message(text_msg(f"a{i:02d}", "incident report filed"))
+        await b.append_message(text_msg(f"b{i:02d}", "incident report filed"))
+    hits = await store.search("default", parse_query("incident"), limit=3)
+    assert [h.message_id for h in hits] == ["b59", "a59", "b58"]
+    assert all(h.snippet == "[incident] report filed" for h in hits)
+    hits = await a.search("incident report", limit=2)
+    assert [h.message_id for h in hits] == ["a59", "a58"]
+    assert [h.text for h in hits] == ["incident report filed"] * 2
+    hits = await store.search("default", parse_query("incid* report"), limit=2)
+    assert [h.message_id for h in hits] == ["b59", "a59"]
+
+    kb = ScopeKey(namespace="n", session_id="s", label="many")
+    for i in range(80):
+        await store.put_entry(kb, f"k{i:02d}", "rollback the release")
+    hits = await store.search_entries(kb, parse_query("rollback"), limit=2)
+    assert [h.key for h in hits] == ["k79", "k78"]
+    assert all(h.snippet == "[rollback] the release" for h in hits)

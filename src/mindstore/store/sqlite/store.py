@@ -94,16 +94,22 @@ Measured with ``bench/bench_core.py`` / ``bench_context.py`` / ``bench_manager.p
   checks were a third of a 5,000-message read). A never-branched session (the common case) is
   read as an index range instead of a recursive walk (one seek per message instead of two).
   One inlined loop builds the ``StoredMessage`` objects (slot setters, no per-row calls).
-* **Search.** A snippet for every matching row, made before the sort, was most of a search's
-  cost. Now the ranking runs first without snippets and snippets are made for the returned
-  rows only (one more MATCH pass, with the row list as a filter — see ``_snippets``).
-  Namespace-wide message search and entry search let FTS5 sort by its ``rank`` column (BM25
-  with our weights, set per query with ``rank MATCH 'bm25(…)'``) and read rows best first,
-  stopping after the last one tied with the ``limit``-th (``_top_ranked``); the joins and
-  scope filters run only for the rows read. Search within given sessions instead tests each
-  match against the sessions' seqs (a small set from the path index) before joining, and
-  ranks only the survivors. Results are identical to the one-query form (checked on thousands
-  of queries, scores, ties and snippets included).
+* **Search.** A snippet for every matching row, made before the sort, was most of the cost
+  of a search with many matches. A capped count of the matches (rowids only, ~20-60 µs) now
+  picks the plan (``_count_matches``): up to ``max(64, 4 * limit)`` matches, the one query
+  that ranks with SQLite's sorter and makes every snippet is still cheapest; beyond that,
+  namespace-wide message search and entry search (over ~1,000 entries) let FTS5 sort by its
+  ``rank`` column (BM25 with our weights, set per query with ``rank MATCH 'bm25(…)'``) and
+  read rows best first, stopping after the last one tied with the ``limit``-th
+  (``_top_ranked``), so joins and scope filters run only for the rows read and snippets are
+  made in the same pass for the first ``limit`` rows only (``mindstore_first()``, a
+  connection function); search within given sessions tests each match against the sessions'
+  seqs (a small set from the path index) before joining and ranks only the survivors; entry
+  search between the two sizes ranks with SQLite's sorter without snippets (equal-length
+  documents tie a lot, and the sorter breaks ties without reading them all). Snippets still
+  missing are made by one more MATCH pass with the row list as a filter (``_snippets``).
+  Results are identical to the old one-query form (checked on thousands of queries, scores,
+  ties and snippets included).
 * **Not changed, on purpose:** no scope token inside the FTS index (it would change BM25's
   document lengths and cost a re-index of every message); ``cache_size``/``mmap_size`` stay
   at SQLite's defaults (64 MB cache or 256 MB mmap measured within noise on the 5,000-message
@@ -158,6 +164,7 @@ __all__ = ["SQLiteStore"]
 
 _TOOL_WEIGHT = 0.25
 _SNIPPET_TOKENS = 16
+_ENTRY_SORTER_MAX = 1_000
 _SESSION_FIELDS = frozenset({"name", "end_reason", "model", "source", "metadata"})
 
 
@@ -490,9 +497,9 @@ def _top_ranked(
     outer loop, so FTS5 sorts by its ``rank`` column itself (BM25 in C) and rows stream out best
     first: the joins (and filters) run only for rows read, and reading stops after the
     ``limit``-th row and every row tied with it. Ties are then ordered by ``recency``
-    descending (``seq`` for messages; ``updated_us`` then rowid for entries). Snippets are not
-    computed here (see :func:`_snippets`): a snippet for every matching row, before sorting, was
-    most of the cost of a search.
+    descending (``seq`` for messages; ``updated_us`` then rowid for entries). A snippet column
+    should be gated by ``mindstore_first()`` (see :class:`_FirstRows`) so that only the first
+    ``limit`` rows read make one; :func:`_fill_snippets` completes the rest.
     """
     cur = conn.execute(sql, params)
     try:
@@ -513,8 +520,9 @@ def _top_ranked(
 
 def _snippets(
     conn: sqlite3.Connection, table: str, expr: str, rowids: list[int], columns: str
-) -> dict[int, tuple[Any, Any, Any]]:
-    """``rowid -> (*columns, snippet)`` for the given rows of ``table`` matching ``expr``.
+) -> dict[int, tuple[Any, ...]]:
+    """``rowid -> (*columns, snippet)`` for the given rows of ``table`` matching ``expr``
+    (``columns``: "" or a comma-separated list of ``table``'s columns).
 
     ``+rowid`` keeps the IN list away from FTS5: given ``rowid IN (…)`` it re-runs the whole
     MATCH once per listed rowid (3 ms for 20 rows of a two-common-words query); as a filter on
@@ -522,13 +530,73 @@ def _snippets(
     """
     if not rowids:
         return {}
+    cols = f"{columns}, " if columns else ""
     rows = conn.execute(
-        f"SELECT rowid, {columns}, snippet({table}, -1, '[', ']', '…', {_SNIPPET_TOKENS}) "
+        f"SELECT rowid, {cols}snippet({table}, -1, '[', ']', '…', {_SNIPPET_TOKENS}) "
         f"FROM {table} WHERE {table} MATCH ? AND rowid BETWEEN ? AND ? "
         f"AND +rowid IN (SELECT value FROM json_each(?))",
         (expr, min(rowids), max(rowids), json.dumps(rowids)),
     ).fetchall()
-    return {r[0]: (r[1], r[2], r[3]) for r in rows}
+    return {r[0]: tuple(r[1:]) for r in rows}
+
+
+def _fill_snippets(
+    conn: sqlite3.Connection, table: str, expr: str, rows: list[tuple[Any, ...]], columns: str
+) -> list[tuple[Any, ...]]:
+    """Rows whose last column (the snippet) is NULL: their trailing ``columns`` and snippet are
+    read by :func:`_snippets`."""
+    missing = [r[0] for r in rows if r[-1] is None]
+    if not missing:
+        return rows
+    shown = _snippets(conn, table, expr, missing, columns)
+    out = []
+    for r in rows:
+        extra = shown.get(r[0]) if r[-1] is None else None
+        out.append(r if extra is None else (*r[: len(r) - len(extra)], *extra))
+    return out
+
+
+def _count_matches(conn: sqlite3.Connection, table: str, expr: str, cap: int) -> int:
+    """How many rows of ``table`` match ``expr``, counting no further than ``cap + 1``.
+
+    The search plans depend on it: for a few matches one query that ranks them with SQLite's
+    sorter and makes every snippet is cheapest (FTS5's own rank sorting costs ~60 µs to set up,
+    a second snippet query ~80 µs); for many, ranking first and making only the returned
+    snippets wins (10 ms instead of 20 for a word in 10,000 of 100,000 messages). Reading
+    rowids without ranking is cheap: ~20 µs up to 65, ~60 µs up to 1,000.
+    """
+    found = conn.execute(
+        f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)",
+        (expr, cap + 1),
+    ).fetchone()[0]
+    return int(found)
+
+
+def _few(limit: int) -> int:
+    """Up to this many matches, one query makes every snippet (see :func:`_count_matches`)."""
+    return max(64, 4 * limit)
+
+
+class _FirstRows:
+    """``mindstore_first()``: true for the first :attr:`left` rows a statement computes.
+
+    Streamed search rows call it in ``CASE WHEN mindstore_first() THEN snippet(…) END``, so the
+    rows most likely to be returned get their snippet in the same pass (no second MATCH query)
+    while rows read only to settle ties do not; a returned row without one gets it from
+    :func:`_snippets`. Set :attr:`left` right before the statement runs (the connection lock
+    is held, so statements never interleave).
+    """
+
+    __slots__ = ("left",)
+
+    def __init__(self) -> None:
+        self.left = 0
+
+    def __call__(self) -> int:
+        if self.left > 0:
+            self.left -= 1
+            return 1
+        return 0
 
 
 class SQLiteStore:
@@ -567,6 +635,7 @@ class SQLiteStore:
         self._conn: sqlite3.Connection | None = None
         self._closed = False
         self._lock = threading.RLock()
+        self._first_rows = _FirstRows()
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self._path!r})"
@@ -622,6 +691,7 @@ class SQLiteStore:
             conn.execute(f"PRAGMA synchronous={self._synchronous}")
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout * 1000)}")
+            conn.create_function("mindstore_first", 0, self._first_rows)
             if version < LATEST_VERSION:
                 self._migrate(conn)
         except BaseException:
@@ -1184,52 +1254,66 @@ class SQLiteStore:
         if stem is not None and raw is not None:
             where.append("f.rowid IN (SELECT rowid FROM message_text WHERE message_text MATCH ?)")
             params.append(raw)
-        # CROSS JOIN keeps FTS as the driving table.
-        if session_ids is None:
-            # Namespace-wide: the filter keeps most matches, so let FTS5 sort by rank and
-            # stream (see _top_ranked).
-            where.append("s.namespace = ?")
-            params.append(namespace)
-            order = "ORDER BY f.rank"
-        else:
-            # A few sessions: most matches belong to other sessions. Test each match against
-            # the sessions' seqs (a small set read from the path index) before any join, rank
-            # only the survivors, and let SQLite sort them.
-            where.append(
-                "+f.rowid IN (SELECT x.seq FROM sessions y "
-                "JOIN messages x INDEXED BY messages_path ON x.sid = y.sid "
-                "WHERE y.namespace = ? AND y.session_id IN (SELECT value FROM json_each(?)))"
-            )
-            params.extend([namespace, json.dumps(session_ids), limit])
-            order = "ORDER BY f.rank, m.seq DESC LIMIT ?"
-        sql = (
-            f"SELECT f.rowid, f.rank, m.seq, s.session_id, m.id, m.role, m.created_us "
-            f"FROM {table} f CROSS JOIN messages m ON m.seq = f.rowid "
-            f"CROSS JOIN sessions s ON s.sid = m.sid "
-            f"WHERE {' AND '.join(where)} {order}"
-        )
+        snippet = f"snippet({table}, -1, '[', ']', '…', {_SNIPPET_TOKENS})"
         with self._tx(write=False) as conn:
-            conn.execute("BEGIN")  # one snapshot for the ranking and the snippets
+            conn.execute("BEGIN")  # one snapshot for the probe, the ranking and the snippets
             try:
+                # CROSS JOIN keeps FTS as the driving table in every plan.
+                if _count_matches(conn, table, expr, _few(limit)) <= _few(limit):
+                    # Few matches: one query ranks, filters and makes every snippet.
+                    where.append("s.namespace = ?")
+                    params.append(namespace)
+                    if session_ids is not None:
+                        where.append("s.session_id IN (SELECT value FROM json_each(?))")
+                        params.append(json.dumps(session_ids))
+                    params.append(limit)
+                    order = "ORDER BY f.rank, m.seq DESC LIMIT ?"
+                    shown = f"f.text, f.tool_text, {snippet}"
+                elif session_ids is None:
+                    # Many matches, namespace-wide: the filter keeps most of them, so FTS5
+                    # sorts by rank and rows stream best first (see _top_ranked).
+                    where.append("s.namespace = ?")
+                    params.append(namespace)
+                    order = "ORDER BY f.rank"
+                    shown = f"f.text, f.tool_text, CASE WHEN mindstore_first() THEN {snippet} END"
+                else:
+                    # Many matches, a few sessions: most matches belong to other sessions. Test
+                    # each against the sessions' seqs (a small set read from the path index)
+                    # before any join, rank only the survivors and let SQLite sort them; its
+                    # sorter computes every column of every survivor, so text and snippets
+                    # are made afterwards, for the returned rows only.
+                    where.append(
+                        "+f.rowid IN (SELECT x.seq FROM sessions y "
+                        "JOIN messages x INDEXED BY messages_path ON x.sid = y.sid "
+                        "WHERE y.namespace = ? "
+                        "AND y.session_id IN (SELECT value FROM json_each(?)))"
+                    )
+                    params.extend([namespace, json.dumps(session_ids), limit])
+                    order = "ORDER BY f.rank, m.seq DESC LIMIT ?"
+                    shown = "NULL, NULL, NULL"
+                sql = (
+                    "SELECT f.rowid, f.rank, m.seq, s.session_id, m.id, m.role, m.created_us, "
+                    f"{shown} FROM {table} f CROSS JOIN messages m ON m.seq = f.rowid "
+                    f"CROSS JOIN sessions s ON s.sid = m.sid "
+                    f"WHERE {' AND '.join(where)} {order}"
+                )
+                self._first_rows.left = limit
                 top = _top_ranked(conn, sql, params, limit)
-                shown = _snippets(conn, table, expr, [r[0] for r in top], "text, tool_text")
+                top = _fill_snippets(conn, table, expr, top, "text, tool_text")
             finally:
                 conn.execute("COMMIT")
-        out = []
-        for r in top:
-            text, tool_text, snippet = shown.get(r[0], (None, None, None))
-            out.append(
-                SearchResult(
-                    session_id=r[3],
-                    message_id=r[4],
-                    role=r[5],
-                    text=text or tool_text or "",
-                    snippet=snippet or "",
-                    score=-float(r[1]),
-                    created_at=_dt(r[6]),
-                )
+        return [
+            SearchResult(
+                session_id=r[3],
+                message_id=r[4],
+                role=r[5],
+                text=r[7] or r[8] or "",
+                snippet=r[9] or "",
+                score=-float(r[1]),
+                created_at=_dt(r[6]),
             )
-        return out
+            for r in top
+        ]
 
     # ---- compaction overlays -----------------------------------------------------------------
     async def add_compaction(
@@ -1577,27 +1661,39 @@ class SQLiteStore:
             where.append("f.rowid IN (SELECT rowid FROM entry_text WHERE entry_text MATCH ?)")
             params.append(raw)
         params.extend(k)
+        snippet = f"snippet({table}, -1, '[', ']', '…', {_SNIPPET_TOKENS})"
         sql = (
-            f"SELECT f.rowid, f.rank, e.updated_us, e.key, e.content, e.description "
+            "SELECT f.rowid, f.rank, e.updated_us, e.key, e.content, e.description, {shown} "
             f"FROM {table} f CROSS JOIN entries e ON e.id = f.rowid "
             f"WHERE {' AND '.join(where)} AND e.namespace = ? AND e.scope = ? AND e.label = ? "
-            f"ORDER BY f.rank"
+            "{order}"
         )
         with self._tx(write=False) as conn:
-            conn.execute("BEGIN")  # one snapshot for the ranking and the snippets
+            conn.execute("BEGIN")  # one snapshot for the probe, the ranking and the snippets
             try:
+                # Plans as in search(). Entry rows join one narrow-keyed table, so SQLite's
+                # sorter stays cheaper than FTS5's rank sorting up to ~1,000 matches (and it
+                # breaks the ties of equal-length documents itself; streaming must read them).
+                n = _count_matches(conn, table, expr, _ENTRY_SORTER_MAX)
+                order = "ORDER BY f.rank, e.updated_us DESC, e.id DESC LIMIT ?"
+                if n <= _few(limit):
+                    sql = sql.format(shown=snippet, order=order)
+                    params.append(limit)
+                elif n <= _ENTRY_SORTER_MAX:
+                    sql = sql.format(shown="NULL", order=order)
+                    params.append(limit)
+                else:
+                    sql = sql.format(
+                        shown=f"CASE WHEN mindstore_first() THEN {snippet} END",
+                        order="ORDER BY f.rank",
+                    )
+                self._first_rows.left = limit
                 top = _top_ranked(conn, sql, params, limit, by_update=True)
-                shown = _snippets(conn, table, expr, [r[0] for r in top], "NULL, NULL")
+                top = _fill_snippets(conn, table, expr, top, "")
             finally:
                 conn.execute("COMMIT")
         return [
-            EntryHit(
-                key=r[3],
-                content=r[4],
-                description=r[5],
-                snippet=shown.get(r[0], (None, None, ""))[2] or "",
-                score=-r[1],
-            )
+            EntryHit(key=r[3], content=r[4], description=r[5], snippet=r[6] or "", score=-r[1])
             for r in top
         ]
 
