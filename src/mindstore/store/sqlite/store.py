@@ -1250,11 +1250,14 @@ class SQLiteStore:
         expr = stem if stem is not None else raw
         assert expr is not None  # a non-empty query has words, phrases or prefixes
         params: list[Any] = [expr]
-        where = [f"{table} MATCH ?", f"f.rank MATCH 'bm25(1.0, {_TOOL_WEIGHT})'"]
+        where = [f"{table} MATCH ?"]
         if stem is not None and raw is not None:
             where.append("f.rowid IN (SELECT rowid FROM message_text WHERE message_text MATCH ?)")
             params.append(raw)
         snippet = f"snippet({table}, -1, '[', ']', '…', {_SNIPPET_TOKENS})"
+        # bm25() with our weights; FTS5 sorting by its rank column needs them as rank config
+        rank = f"bm25({table}, 1.0, {_TOOL_WEIGHT})"
+        rank_config = f"f.rank MATCH 'bm25(1.0, {_TOOL_WEIGHT})'"
         with self._tx(write=False) as conn:
             conn.execute("BEGIN")  # one snapshot for the probe, the ranking and the snippets
             try:
@@ -1267,14 +1270,16 @@ class SQLiteStore:
                         where.append("s.session_id IN (SELECT value FROM json_each(?))")
                         params.append(json.dumps(session_ids))
                     params.append(limit)
-                    order = "ORDER BY f.rank, m.seq DESC LIMIT ?"
+                    order = "ORDER BY rank, m.seq DESC LIMIT ?"
                     shown = f"f.text, f.tool_text, {snippet}"
                 elif session_ids is None:
                     # Many matches, namespace-wide: the filter keeps most of them, so FTS5
                     # sorts by rank and rows stream best first (see _top_ranked).
                     where.append("s.namespace = ?")
                     params.append(namespace)
+                    where.append(rank_config)
                     order = "ORDER BY f.rank"
+                    rank = "f.rank"
                     shown = f"f.text, f.tool_text, CASE WHEN mindstore_first() THEN {snippet} END"
                 else:
                     # Many matches, a few sessions: most matches belong to other sessions. Test
@@ -1289,10 +1294,11 @@ class SQLiteStore:
                         "AND y.session_id IN (SELECT value FROM json_each(?)))"
                     )
                     params.extend([namespace, json.dumps(session_ids), limit])
-                    order = "ORDER BY f.rank, m.seq DESC LIMIT ?"
+                    order = "ORDER BY rank, m.seq DESC LIMIT ?"
                     shown = "NULL, NULL, NULL"
                 sql = (
-                    "SELECT f.rowid, f.rank, m.seq, s.session_id, m.id, m.role, m.created_us, "
+                    f"SELECT f.rowid, {rank} AS rank, m.seq, s.session_id, m.id, m.role, "
+                    "m.created_us, "
                     f"{shown} FROM {table} f CROSS JOIN messages m ON m.seq = f.rowid "
                     f"CROSS JOIN sessions s ON s.sid = m.sid "
                     f"WHERE {' AND '.join(where)} {order}"
@@ -1655,7 +1661,7 @@ class SQLiteStore:
         table = "entry_stem" if stem is not None else "entry_text"
         expr = stem if stem is not None else raw
         assert expr is not None  # a non-empty query has words, phrases or prefixes
-        where = [f"{table} MATCH ?", "f.rank MATCH 'bm25(1.0, 1.0, 0.5)'"]
+        where = [f"{table} MATCH ?"]
         params: list[Any] = [expr]
         if stem is not None and raw is not None:
             where.append("f.rowid IN (SELECT rowid FROM entry_text WHERE entry_text MATCH ?)")
@@ -1663,10 +1669,11 @@ class SQLiteStore:
         params.extend(k)
         snippet = f"snippet({table}, -1, '[', ']', '…', {_SNIPPET_TOKENS})"
         sql = (
-            "SELECT f.rowid, f.rank, e.updated_us, e.key, e.content, e.description, {shown} "
+            "SELECT f.rowid, {rank} AS rank, e.updated_us, e.key, e.content, e.description, "
+            "{shown} "
             f"FROM {table} f CROSS JOIN entries e ON e.id = f.rowid "
-            f"WHERE {' AND '.join(where)} AND e.namespace = ? AND e.scope = ? AND e.label = ? "
-            "{order}"
+            f"WHERE {' AND '.join(where)}{{config}} AND e.namespace = ? AND e.scope = ? "
+            "AND e.label = ? {order}"
         )
         with self._tx(write=False) as conn:
             conn.execute("BEGIN")  # one snapshot for the probe, the ranking and the snippets
@@ -1675,16 +1682,19 @@ class SQLiteStore:
                 # sorter stays cheaper than FTS5's rank sorting up to ~1,000 matches (and it
                 # breaks the ties of equal-length documents itself; streaming must read them).
                 n = _count_matches(conn, table, expr, _ENTRY_SORTER_MAX)
-                order = "ORDER BY f.rank, e.updated_us DESC, e.id DESC LIMIT ?"
+                order = "ORDER BY rank, e.updated_us DESC, e.id DESC LIMIT ?"
+                bm25 = f"bm25({table}, 1.0, 1.0, 0.5)"
                 if n <= _few(limit):
-                    sql = sql.format(shown=snippet, order=order)
+                    sql = sql.format(rank=bm25, shown=snippet, config="", order=order)
                     params.append(limit)
                 elif n <= _ENTRY_SORTER_MAX:
-                    sql = sql.format(shown="NULL", order=order)
+                    sql = sql.format(rank=bm25, shown="NULL", config="", order=order)
                     params.append(limit)
                 else:
                     sql = sql.format(
+                        rank="f.rank",
                         shown=f"CASE WHEN mindstore_first() THEN {snippet} END",
+                        config=" AND f.rank MATCH 'bm25(1.0, 1.0, 0.5)'",
                         order="ORDER BY f.rank",
                     )
                 self._first_rows.left = limit
