@@ -59,7 +59,6 @@ from typing import TYPE_CHECKING, Any, Final, Self, TypeVar
 from mindstore.errors import (
     CompactionError,
     ConflictError,
-    InvalidKeyError,
     InvalidMessageError,
     MessageNotFoundError,
     MissingDependencyError,
@@ -69,6 +68,19 @@ from mindstore.errors import (
 )
 from mindstore.messages import dumps
 from mindstore.search import ParsedQuery, SearchResult, index_text
+from mindstore.store._checks import (
+    SESSION_FIELDS,
+    check_entry_key,
+    check_id,
+    check_int,
+    check_key,
+    check_name,
+    check_query,
+    check_scope,
+    check_text,
+    metadata_json,
+    not_found,
+)
 from mindstore.store.base import (
     AUTO,
     UNSET,
@@ -104,101 +116,12 @@ __all__ = ["PostgresStore"]
 
 T = TypeVar("T")
 
-_SESSION_FIELDS = frozenset({"name", "end_reason", "model", "source", "metadata"})
 _SNIPPET_CHARS: Final = 100_000
 _HEADLINE_OPTIONS: Final = (
     "StartSel=[, StopSel=], MaxWords=16, MinWords=5, ShortWord=2, "
     'MaxFragments=1, FragmentDelimiter=" … "'
 )
 _RANK_NORMALIZATION: Final = 1  # divide by 1 + log(document length), like BM25's length term
-
-
-# ---- argument checks (before any I/O) ---------------------------------------------------------
-def _check_name(value: Any, field: str) -> str:
-    if not isinstance(value, str) or not value or len(value) > 256 or "\x00" in value:
-        raise ValueError(f"{field} must be a non-empty string of at most 256 characters")
-    return value
-
-
-def _check_key(key: Any) -> SessionKey:
-    if not isinstance(key, SessionKey):
-        raise TypeError(f"expected a SessionKey, got {type(key).__name__}")
-    _check_name(key.namespace, "namespace")
-    _check_name(key.session_id, "session_id")
-    return key
-
-
-def _check_scope(key: Any) -> tuple[str, str, str]:
-    if not isinstance(key, ScopeKey):
-        raise TypeError(f"expected a ScopeKey, got {type(key).__name__}")
-    _check_name(key.namespace, "namespace")
-    if key.session_id is not None:
-        _check_name(key.session_id, "session_id")
-    _check_name(key.label, "label")
-    return key.namespace, key.session_id or "", key.label
-
-
-def _check_id(value: Any, field: str = "message id") -> str:
-    if not isinstance(value, str) or not value or len(value) > 256 or "\x00" in value:
-        raise InvalidMessageError(
-            f"{field} must be a non-empty string of at most 256 characters, got {value!r:.80}"
-        )
-    return value
-
-
-def _check_entry_key(value: Any) -> str:
-    if not isinstance(value, str) or not value or len(value) > 512 or "\x00" in value:
-        raise InvalidKeyError(
-            f"entry key must be a non-empty string of at most 512 characters, got {value!r:.80}"
-        )
-    return value
-
-
-def _check_text(value: Any, field: str) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{field} must be a string, got {type(value).__name__}")
-    if "\x00" in value:
-        raise ValueError(f"{field} must not contain NUL characters")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError(
-            f"{field} contains a lone surrogate; strings must be valid Unicode"
-        ) from None
-    return value
-
-
-def _check_int(value: Any, field: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{field} must be an integer, got {type(value).__name__}")
-    return value
-
-
-def _check_query(query: Any) -> ParsedQuery:
-    if not isinstance(query, ParsedQuery):
-        raise TypeError(
-            f"query must be a ParsedQuery (use mindstore.search.parse_query), "
-            f"got {type(query).__name__}"
-        )
-    return query
-
-
-def _metadata_json(metadata: Any) -> str | None:
-    if metadata is None:
-        return None
-    if not isinstance(metadata, Mapping):
-        raise TypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
-    try:
-        text = json.dumps(dict(metadata), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"metadata must be JSON-serialisable: {e}") from e
-    return _check_text(text, "metadata")
-
-
-def _not_found(key: SessionKey, message_id: str) -> MessageNotFoundError:
-    return MessageNotFoundError(
-        f"no message {message_id!r} in session {key.session_id!r} (namespace {key.namespace!r})"
-    )
 
 
 # ---- SQL ---------------------------------------------------------------------------------------
@@ -352,17 +275,17 @@ class _Prepared:
         msg = item.message
         if not isinstance(msg, dict):
             raise InvalidMessageError("NewMessage.message must be a validated message dict")
-        self.id = _check_id(msg.get("id"), "message.id")
+        self.id = check_id(msg.get("id"), "message.id")
         role = msg.get("role")
         if not isinstance(role, str):
             raise InvalidMessageError("message.role must be a string")
         self.role = role
         parent = item.parent
         if isinstance(parent, str):
-            _check_id(parent, "parent_id")
+            check_id(parent, "parent_id")
         elif parent is not None and parent is not AUTO:
             raise TypeError("parent must be a message id, None (new root) or AUTO")
-        _check_int(item.tokens, "NewMessage.tokens")
+        check_int(item.tokens, "NewMessage.tokens")
         self.item = item
         self.content, self.nbytes = _serialise(msg, self.id)
         self.text, self.tool = index_text(msg)
@@ -443,7 +366,7 @@ class PostgresStore:
         if not isinstance(dsn, str):
             raise TypeError(f"dsn must be a string, got {type(dsn).__name__}")
         if schema is not None:
-            _check_name(schema, "schema")
+            check_name(schema, "schema")
         if not isinstance(min_size, int) or not isinstance(max_size, int):
             raise TypeError("min_size and max_size must be integers")
         if min_size < 0 or max_size < max(1, min_size):
@@ -569,10 +492,10 @@ class PostgresStore:
         expected_leaf: str | _Sentinel | None = UNSET,
     ) -> list[bool]:
         """See :meth:`mindstore.store.base.Store.append` and the module docstring."""
-        _check_key(key)
+        check_key(key)
         prepared = [_Prepared(item) for item in items]
         if expected_leaf is not UNSET and expected_leaf is not None:
-            _check_id(expected_leaf, "expected_leaf")
+            check_id(expected_leaf, "expected_leaf")
         if not prepared and expected_leaf is UNSET:
             return []
 
@@ -705,8 +628,8 @@ class PostgresStore:
         return results
 
     async def get_message(self, key: SessionKey, message_id: str) -> StoredMessage | None:
-        _check_key(key)
-        _check_id(message_id)
+        check_key(key)
+        check_id(message_id)
         row = await self._fetchone(
             f"SELECT {_MSG_COLS} FROM sessions s JOIN {_MSG_FROM}ON m.sid = s.sid "
             "WHERE s.namespace = %s AND s.session_id = %s AND m.id = %s",
@@ -715,10 +638,10 @@ class PostgresStore:
         return None if row is None else _message(row)
 
     async def get_messages(self, key: SessionKey, ids: Sequence[str]) -> list[StoredMessage]:
-        _check_key(key)
+        check_key(key)
         if isinstance(ids, str):
             raise TypeError("ids must be a sequence of message ids, not a string")
-        wanted = [_check_id(i) for i in ids]
+        wanted = [check_id(i) for i in ids]
         if not wanted:
             return []
         rows = await self._fetchall(
@@ -729,7 +652,7 @@ class PostgresStore:
         return [_message(r) for r in rows]
 
     async def all_messages(self, key: SessionKey) -> list[StoredMessage]:
-        _check_key(key)
+        check_key(key)
         rows = await self._fetchall(
             f"SELECT {_MSG_COLS} FROM sessions s JOIN {_MSG_FROM}ON m.sid = s.sid "
             "WHERE s.namespace = %s AND s.session_id = %s ORDER BY m.seq",
@@ -741,15 +664,15 @@ class PostgresStore:
     def _leaf_sql(key: SessionKey, leaf_id: str | None) -> tuple[str, list[Any]]:
         if leaf_id is None:
             return _SESSION_SEQ, [key.namespace, key.session_id]
-        return _MESSAGE_SEQ, [key.namespace, key.session_id, _check_id(leaf_id, "leaf_id")]
+        return _MESSAGE_SEQ, [key.namespace, key.session_id, check_id(leaf_id, "leaf_id")]
 
     async def path(self, key: SessionKey, leaf_id: str | None) -> list[StoredMessage]:
-        _check_key(key)
+        check_key(key)
         leaf_sql, params = self._leaf_sql(key, leaf_id)
         rows = await self._fetchall(_PATH_SQL.format(leaf=leaf_sql), params)
         if not rows:
             if leaf_id is not None:
-                raise _not_found(key, leaf_id)
+                raise not_found(key, leaf_id)
             return []
         if any(r[0] != i for i, r in enumerate(rows)):  # pragma: no cover - CTE order is FIFO
             rows.sort(key=lambda r: int(r[0]))
@@ -781,11 +704,11 @@ class PostgresStore:
         max_bytes: int | None,
         min_messages: int,
     ) -> PathWindow:
-        _check_key(key)
+        check_key(key)
         for name, value in (("max_tokens", max_tokens), ("max_bytes", max_bytes)):
             if value is not None:
-                _check_int(value, name)
-        _check_int(min_messages, "min_messages")
+                check_int(value, name)
+        check_int(min_messages, "min_messages")
         leaf_sql, params = self._leaf_sql(key, leaf_id)
         params.append(max(1, min_messages))
         budget = []
@@ -799,7 +722,7 @@ class PostgresStore:
         rows = await self._fetchall(_WINDOW_SQL.format(leaf=leaf_sql, budget=cond), params)
         if not rows:
             if leaf_id is not None:
-                raise _not_found(key, leaf_id)
+                raise not_found(key, leaf_id)
             return PathWindow(
                 messages=[], truncated=False, total_tokens=0, total_bytes=0, path_length=0
             )
@@ -814,7 +737,7 @@ class PostgresStore:
         )
 
     async def path_length(self, key: SessionKey, leaf_id: str | None) -> int:
-        _check_key(key)
+        check_key(key)
         leaf_sql, params = self._leaf_sql(key, leaf_id)
         row = await self._fetchone(
             f"SELECT {leaf_sql} IS NOT NULL, ({_PATH_COUNT_SQL.format(leaf=leaf_sql)})",
@@ -823,13 +746,13 @@ class PostgresStore:
         assert row is not None
         if not row[0]:
             if leaf_id is not None:
-                raise _not_found(key, leaf_id)
+                raise not_found(key, leaf_id)
             return 0
         return int(row[1])
 
     async def children(self, key: SessionKey, message_id: str) -> list[StoredMessage]:
-        _check_key(key)
-        _check_id(message_id)
+        check_key(key)
+        check_id(message_id)
         rows = await self._fetchall(
             "SELECT c.seq, c.id, par.id, c.content, c.created_at, c.tokens, c.nbytes "
             "FROM sessions s JOIN messages par ON par.sid = s.sid "
@@ -838,11 +761,11 @@ class PostgresStore:
             (key.namespace, key.session_id, message_id),
         )
         if not rows:
-            raise _not_found(key, message_id)
+            raise not_found(key, message_id)
         return [_message(r) for r in rows if r[0] is not None]
 
     async def latest_leaf(self, key: SessionKey) -> StoredMessage | None:
-        _check_key(key)
+        check_key(key)
         row = await self._fetchone(
             f"SELECT {_MSG_COLS} FROM sessions s JOIN {_MSG_FROM}ON m.seq = s.leaf_seq "
             "WHERE s.namespace = %s AND s.session_id = %s",
@@ -851,14 +774,14 @@ class PostgresStore:
         return None if row is None else _message(row)
 
     async def update(self, key: SessionKey, message: dict[str, Any], *, tokens: int) -> None:
-        _check_key(key)
+        check_key(key)
         if not isinstance(message, dict):
             raise InvalidMessageError("update takes a validated message dict")
-        mid = _check_id(message.get("id"), "message.id")
+        mid = check_id(message.get("id"), "message.id")
         role = message.get("role")
         if not isinstance(role, str):
             raise InvalidMessageError("message.role must be a string")
-        _check_int(tokens, "tokens")
+        check_int(tokens, "tokens")
         content, nbytes = _serialise(message, mid)
         text, tool = index_text(message)
         itext, itool = index_tokens(text, tool)
@@ -885,7 +808,7 @@ class PostgresStore:
                 },
             )
             if cur.rowcount != 1:
-                raise _not_found(key, mid)
+                raise not_found(key, mid)
 
         await self._write(run)
 
@@ -899,10 +822,10 @@ class PostgresStore:
         return None if row is None else int(row[0])
 
     async def delete(self, key: SessionKey, ids: Sequence[str]) -> int:
-        _check_key(key)
+        check_key(key)
         if isinstance(ids, str):
             raise TypeError("ids must be a sequence of message ids, not a string")
-        wanted = list(dict.fromkeys(_check_id(i) for i in ids))
+        wanted = list(dict.fromkeys(check_id(i) for i in ids))
         if not wanted:
             return 0
 
@@ -964,7 +887,7 @@ class PostgresStore:
         return await self._write(run)
 
     async def clear(self, key: SessionKey) -> None:
-        _check_key(key)
+        check_key(key)
 
         async def run(conn: Conn) -> None:
             await self._clear_session(conn, key)
@@ -998,13 +921,13 @@ class PostgresStore:
         limit: int = 20,
     ) -> list[SearchResult]:
         """See :meth:`mindstore.store.base.Store.search` and :mod:`.fts`."""
-        _check_name(namespace, "namespace")
-        _check_query(query)
-        _check_int(limit, "limit")
+        check_name(namespace, "namespace")
+        check_query(query)
+        check_int(limit, "limit")
         if session_ids is not None:
             if isinstance(session_ids, str):
                 raise TypeError("session_ids must be a sequence of session ids, not a string")
-            session_ids = [_check_name(s, "session id") for s in session_ids]
+            session_ids = [check_name(s, "session id") for s in session_ids]
             if not session_ids:
                 return []
         if query.empty or limit <= 0:
@@ -1065,11 +988,11 @@ class PostgresStore:
         to_id: str,
         supersedes: Sequence[int] = (),
     ) -> Compaction:
-        _check_key(key)
-        _check_text(summary, "summary")
-        _check_id(from_id, "from_id")
-        _check_id(to_id, "to_id")
-        sup = [_check_int(c, "supersedes") for c in supersedes]
+        check_key(key)
+        check_text(summary, "summary")
+        check_id(from_id, "from_id")
+        check_id(to_id, "to_id")
+        sup = [check_int(c, "supersedes") for c in supersedes]
 
         async def run(conn: Conn) -> Compaction:
             sid = await self._lock_session(conn, key)
@@ -1082,7 +1005,7 @@ class PostgresStore:
                 found = {r[0] for r in await cur.fetchall()}
             for mid in (from_id, to_id):
                 if mid not in found:
-                    raise _not_found(key, mid)
+                    raise not_found(key, mid)
             if sup:
                 cur = await conn.execute(
                     "SELECT id FROM compactions WHERE sid = %s AND id = ANY(%s)", (sid, sup)
@@ -1110,7 +1033,7 @@ class PostgresStore:
         return await self._write(run)
 
     async def get_compactions(self, key: SessionKey) -> list[Compaction]:
-        _check_key(key)
+        check_key(key)
         rows = await self._fetchall(
             f"SELECT {_COMPACTION_COLS} FROM compactions WHERE sid = "
             "(SELECT sid FROM sessions WHERE namespace = %s AND session_id = %s) ORDER BY id",
@@ -1119,8 +1042,8 @@ class PostgresStore:
         return [_compaction(r) for r in rows]
 
     async def revert_compaction(self, key: SessionKey, compaction_id: int) -> Compaction:
-        _check_key(key)
-        _check_int(compaction_id, "compaction_id")
+        check_key(key)
+        check_int(compaction_id, "compaction_id")
 
         async def run(conn: Conn) -> Compaction:
             cur = await conn.execute(
@@ -1145,15 +1068,15 @@ class PostgresStore:
 
     # ---- context blocks ----------------------------------------------------------------------
     async def get_block(self, key: ScopeKey) -> str | None:
-        k = _check_scope(key)
+        k = check_scope(key)
         row = await self._fetchone(
             "SELECT content FROM blocks WHERE namespace = %s AND scope = %s AND label = %s", k
         )
         return None if row is None else str(row[0])
 
     async def set_block(self, key: ScopeKey, content: str) -> None:
-        k = _check_scope(key)
-        _check_text(content, "content")
+        k = check_scope(key)
+        check_text(content, "content")
 
         async def run(conn: Conn) -> None:
             await conn.execute(
@@ -1169,7 +1092,7 @@ class PostgresStore:
         """See :meth:`mindstore.store.base.Store.update_block`: ``fn`` runs while this
         transaction holds the block's row lock, so concurrent updates from any process
         serialise and none is lost."""
-        k = _check_scope(key)
+        k = check_scope(key)
         if not callable(fn):
             raise TypeError("fn must be a callable taking the current content")
 
@@ -1188,7 +1111,7 @@ class PostgresStore:
             row = await cur.fetchone()
             assert row is not None
             new = fn("" if created else row[0])
-            _check_text(new, "the block update function's result")
+            check_text(new, "the block update function's result")
             await conn.execute(
                 "UPDATE blocks SET content = %s, updated_at = clock_timestamp() "
                 "WHERE namespace = %s AND scope = %s AND label = %s",
@@ -1199,7 +1122,7 @@ class PostgresStore:
         return await self._write(run)
 
     async def delete_block(self, key: ScopeKey) -> None:
-        k = _check_scope(key)
+        k = check_scope(key)
 
         async def run(conn: Conn) -> None:
             await conn.execute(
@@ -1211,9 +1134,9 @@ class PostgresStore:
     async def list_blocks(
         self, namespace: str, session_id: str | None
     ) -> list[tuple[ScopeKey, str]]:
-        _check_name(namespace, "namespace")
+        check_name(namespace, "namespace")
         if session_id is not None:
-            _check_name(session_id, "session_id")
+            check_name(session_id, "session_id")
         rows = await self._fetchall(
             "SELECT scope, label, content FROM blocks WHERE namespace = %s AND scope IN (%s, '')"
             " ORDER BY scope = '', label",
@@ -1226,7 +1149,7 @@ class PostgresStore:
 
     # ---- frozen system prompt ----------------------------------------------------------------
     async def get_prompt(self, key: SessionKey) -> str | None:
-        _check_key(key)
+        check_key(key)
         row = await self._fetchone(
             "SELECT prompt FROM prompts WHERE namespace = %s AND session_id = %s",
             (key.namespace, key.session_id),
@@ -1234,8 +1157,8 @@ class PostgresStore:
         return None if row is None else str(row[0])
 
     async def put_prompt(self, key: SessionKey, prompt: str, *, overwrite: bool) -> str:
-        _check_key(key)
-        _check_text(prompt, "prompt")
+        check_key(key)
+        check_text(prompt, "prompt")
         on_conflict = (
             "UPDATE SET prompt = excluded.prompt, updated_at = clock_timestamp()"
             if overwrite
@@ -1261,7 +1184,7 @@ class PostgresStore:
 
     # ---- loaded skills -----------------------------------------------------------------------
     async def get_skill_states(self, key: SessionKey) -> list[SkillState]:
-        _check_key(key)
+        check_key(key)
         rows = await self._fetchall(
             "SELECT label, skill_key, loaded, unloaded_before_seq FROM skill_states "
             "WHERE namespace = %s AND session_id = %s ORDER BY created_order",
@@ -1275,9 +1198,9 @@ class PostgresStore:
     async def set_skill_loaded(
         self, key: SessionKey, label: str, skill_key: str, loaded: bool
     ) -> bool:
-        _check_key(key)
-        _check_name(label, "label")
-        _check_entry_key(skill_key)
+        check_key(key)
+        check_name(label, "label")
+        check_entry_key(skill_key)
         if not isinstance(loaded, bool):
             raise TypeError("loaded must be a bool")
         k = (key.namespace, key.session_id, label, skill_key)
@@ -1309,11 +1232,11 @@ class PostgresStore:
     async def put_entry(
         self, key: ScopeKey, entry_key: str, content: str, *, description: str | None = None
     ) -> None:
-        k = _check_scope(key)
-        _check_entry_key(entry_key)
-        _check_text(content, "content")
+        k = check_scope(key)
+        check_entry_key(entry_key)
+        check_text(content, "content")
         if description is not None:
-            _check_text(description, "description")
+            check_text(description, "description")
         imain, idesc = index_tokens(f"{entry_key}\n{content}", description or "")
 
         async def run(conn: Conn) -> None:
@@ -1341,8 +1264,8 @@ class PostgresStore:
         await self._write(run)
 
     async def get_entry(self, key: ScopeKey, entry_key: str) -> Entry | None:
-        k = _check_scope(key)
-        _check_entry_key(entry_key)
+        k = check_scope(key)
+        check_entry_key(entry_key)
         row = await self._fetchone(
             "SELECT key, content, description, updated_at FROM entries "
             "WHERE namespace = %s AND scope = %s AND label = %s AND key = %s",
@@ -1353,9 +1276,9 @@ class PostgresStore:
         return Entry(key=row[0], content=row[1], description=row[2], updated_at=row[3])
 
     async def list_entries(self, key: ScopeKey, *, limit: int | None = None) -> list[Entry]:
-        k = _check_scope(key)
+        k = check_scope(key)
         if limit is not None:
-            _check_int(limit, "limit")
+            check_int(limit, "limit")
         rows = await self._fetchall(
             "SELECT key, content, description, updated_at FROM entries "
             "WHERE namespace = %s AND scope = %s AND label = %s "
@@ -1365,7 +1288,7 @@ class PostgresStore:
         return [Entry(key=r[0], content=r[1], description=r[2], updated_at=r[3]) for r in rows]
 
     async def count_entries(self, key: ScopeKey) -> int:
-        k = _check_scope(key)
+        k = check_scope(key)
         row = await self._fetchone(
             "SELECT count(*) FROM entries WHERE namespace = %s AND scope = %s AND label = %s", k
         )
@@ -1373,8 +1296,8 @@ class PostgresStore:
         return int(row[0])
 
     async def delete_entry(self, key: ScopeKey, entry_key: str) -> bool:
-        k = _check_scope(key)
-        _check_entry_key(entry_key)
+        k = check_scope(key)
+        check_entry_key(entry_key)
 
         async def run(conn: Conn) -> bool:
             cur = await conn.execute(
@@ -1389,9 +1312,9 @@ class PostgresStore:
     async def search_entries(
         self, key: ScopeKey, query: ParsedQuery, *, limit: int = 10
     ) -> list[EntryHit]:
-        k = _check_scope(key)
-        _check_query(query)
-        _check_int(limit, "limit")
+        k = check_scope(key)
+        check_query(query)
+        check_int(limit, "limit")
         if query.empty or limit <= 0:
             return []
         built = search_sql(query)
@@ -1429,7 +1352,7 @@ class PostgresStore:
         source: str | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> SessionInfo:
-        _check_key(key)
+        check_key(key)
         for field, value in (
             ("name", name),
             ("parent_session_id", parent_session_id),
@@ -1437,8 +1360,8 @@ class PostgresStore:
             ("source", source),
         ):
             if value is not None:
-                _check_text(value, field)
-        meta = _metadata_json(metadata)
+                check_text(value, field)
+        meta = metadata_json(metadata)
 
         async def run(conn: Conn) -> SessionInfo:
             cur = await conn.execute(
@@ -1457,7 +1380,7 @@ class PostgresStore:
         return await self._write(run)
 
     async def get_session(self, key: SessionKey) -> SessionInfo | None:
-        _check_key(key)
+        check_key(key)
         row = await self._fetchone(
             f"SELECT {_SESSION_COLS} FROM sessions WHERE namespace = %s AND session_id = %s",
             (key.namespace, key.session_id),
@@ -1467,10 +1390,10 @@ class PostgresStore:
     async def list_sessions(
         self, namespace: str, *, limit: int = 50, before: str | None = None
     ) -> list[SessionInfo]:
-        _check_name(namespace, "namespace")
-        _check_int(limit, "limit")
+        check_name(namespace, "namespace")
+        check_int(limit, "limit")
         if before is not None:
-            _check_name(before, "before")
+            check_name(before, "before")
         if limit <= 0:
             return []
         if before is None:
@@ -1492,20 +1415,20 @@ class PostgresStore:
     async def update_session(self, key: SessionKey, **fields: Any) -> SessionInfo:
         """Set ``name``, ``end_reason``, ``model``, ``source`` and/or ``metadata``; touch
         updated_at. Unknown session → SessionNotFoundError; unknown field → TypeError."""
-        _check_key(key)
-        unknown = set(fields) - _SESSION_FIELDS
+        check_key(key)
+        unknown = set(fields) - SESSION_FIELDS
         if unknown:
             raise TypeError(
                 f"update_session got unknown fields {sorted(unknown)}; "
-                f"allowed: {sorted(_SESSION_FIELDS)}"
+                f"allowed: {sorted(SESSION_FIELDS)}"
             )
         values: dict[str, Any] = {}
         for field, value in fields.items():
             if field == "metadata":
-                values[field] = _metadata_json(value)
+                values[field] = metadata_json(value)
             else:
                 if value is not None:
-                    _check_text(value, field)
+                    check_text(value, field)
                 values[field] = value
         sets = "".join(f"{f} = %s, " for f in values)  # field names from the allow-list only
 
@@ -1527,9 +1450,9 @@ class PostgresStore:
     async def add_usage(
         self, key: SessionKey, input_tokens: int, output_tokens: int, cost: float
     ) -> SessionInfo:
-        _check_key(key)
-        _check_int(input_tokens, "input_tokens")
-        _check_int(output_tokens, "output_tokens")
+        check_key(key)
+        check_int(input_tokens, "input_tokens")
+        check_int(output_tokens, "output_tokens")
         if isinstance(cost, bool) or not isinstance(cost, int | float) or cost != cost:
             raise TypeError("cost must be a number")
 
@@ -1551,7 +1474,7 @@ class PostgresStore:
         return await self._write(run)
 
     async def delete_session(self, key: SessionKey) -> bool:
-        _check_key(key)
+        check_key(key)
         ns, sess = key.namespace, key.session_id
 
         async def run(conn: Conn) -> bool:

@@ -134,7 +134,6 @@ from typing import Any, Literal, Self
 from mindstore.errors import (
     CompactionError,
     ConflictError,
-    InvalidKeyError,
     InvalidMessageError,
     MessageNotFoundError,
     SchemaVersionError,
@@ -143,6 +142,18 @@ from mindstore.errors import (
 )
 from mindstore.messages import dumps
 from mindstore.search import ParsedQuery, SearchResult, index_text
+from mindstore.store._checks import (
+    SESSION_FIELDS,
+    check_entry_key,
+    check_id,
+    check_int,
+    check_key,
+    check_name,
+    check_query,
+    check_scope,
+    check_text,
+    metadata_json,
+)
 from mindstore.store.base import (
     AUTO,
     UNSET,
@@ -165,7 +176,6 @@ __all__ = ["SQLiteStore"]
 _TOOL_WEIGHT = 0.25
 _SNIPPET_TOKENS = 16
 _ENTRY_SORTER_MAX = 1_000
-_SESSION_FIELDS = frozenset({"name", "end_reason", "model", "source", "metadata"})
 
 
 def _now_us() -> int:
@@ -176,73 +186,6 @@ def _dt(us: int) -> datetime:
     # Exact: the double nearest us/1e6 is within 0.25 µs of it for any date before 2200, and
     # fromtimestamp rounds to the nearest microsecond. ~30% faster than epoch + timedelta.
     return datetime.fromtimestamp(us / 1_000_000, UTC)
-
-
-def _check_name(value: Any, field: str) -> str:
-    if not isinstance(value, str) or not value or len(value) > 256 or "\x00" in value:
-        raise ValueError(f"{field} must be a non-empty string of at most 256 characters")
-    return value
-
-
-def _check_key(key: Any) -> SessionKey:
-    if not isinstance(key, SessionKey):
-        raise TypeError(f"expected a SessionKey, got {type(key).__name__}")
-    _check_name(key.namespace, "namespace")
-    _check_name(key.session_id, "session_id")
-    return key
-
-
-def _check_scope(key: Any) -> tuple[str, str, str]:
-    if not isinstance(key, ScopeKey):
-        raise TypeError(f"expected a ScopeKey, got {type(key).__name__}")
-    _check_name(key.namespace, "namespace")
-    if key.session_id is not None:
-        _check_name(key.session_id, "session_id")
-    _check_name(key.label, "label")
-    return key.namespace, key.session_id or "", key.label
-
-
-def _check_id(value: Any, field: str = "message id") -> str:
-    if not isinstance(value, str) or not value or len(value) > 256 or "\x00" in value:
-        raise InvalidMessageError(
-            f"{field} must be a non-empty string of at most 256 characters, got {value!r:.80}"
-        )
-    return value
-
-
-def _check_entry_key(value: Any) -> str:
-    if not isinstance(value, str) or not value or len(value) > 512 or "\x00" in value:
-        raise InvalidKeyError(
-            f"entry key must be a non-empty string of at most 512 characters, got {value!r:.80}"
-        )
-    return value
-
-
-def _check_text(value: Any, field: str) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{field} must be a string, got {type(value).__name__}")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError(
-            f"{field} contains a lone surrogate; strings must be valid Unicode"
-        ) from None
-    return value
-
-
-def _check_limit(limit: Any, field: str = "limit") -> int:
-    if not isinstance(limit, int) or isinstance(limit, bool):
-        raise TypeError(f"{field} must be an integer, got {type(limit).__name__}")
-    return limit
-
-
-def _check_query(query: Any) -> ParsedQuery:
-    if not isinstance(query, ParsedQuery):
-        raise TypeError(
-            f"query must be a ParsedQuery (use mindstore.search.parse_query), "
-            f"got {type(query).__name__}"
-        )
-    return query
 
 
 def _quote(token: str) -> str:
@@ -802,7 +745,7 @@ class SQLiteStore:
             if row is None or row[1] is None:
                 return None
         else:
-            _check_id(leaf_id, "leaf_id")
+            check_id(leaf_id, "leaf_id")
             row = conn.execute(
                 "SELECT s.sid, m.seq, s.linear FROM sessions s "
                 "JOIN messages m ON m.sid = s.sid AND m.id = ? "
@@ -848,7 +791,7 @@ class SQLiteStore:
         expected_leaf: str | _Sentinel | None = UNSET,
     ) -> list[bool]:
         """See :meth:`mindstore.store.base.Store.append`."""
-        _check_key(key)
+        check_key(key)
         prepared: list[tuple[NewMessage, str, str, str, int]] = []
         for item in items:
             if not isinstance(item, NewMessage):
@@ -856,13 +799,13 @@ class SQLiteStore:
             msg = item.message
             if not isinstance(msg, dict):
                 raise InvalidMessageError("NewMessage.message must be a validated message dict")
-            mid = _check_id(msg.get("id"), "message.id")
+            mid = check_id(msg.get("id"), "message.id")
             role = msg.get("role")
             if not isinstance(role, str):
                 raise InvalidMessageError("message.role must be a string")
             parent = item.parent
             if isinstance(parent, str):
-                _check_id(parent, "parent_id")
+                check_id(parent, "parent_id")
             elif parent is not None and parent is not AUTO:
                 raise TypeError("parent must be a message id, None (new root) or AUTO")
             if isinstance(item.tokens, bool) or not isinstance(item.tokens, int):
@@ -878,7 +821,7 @@ class SQLiteStore:
             nbytes = len(content) if content.isascii() else len(content.encode("utf-8"))
             prepared.append((item, mid, role, content, nbytes))
         if expected_leaf is not UNSET and expected_leaf is not None:
-            _check_id(expected_leaf, "expected_leaf")
+            check_id(expected_leaf, "expected_leaf")
         if not prepared and expected_leaf is UNSET:
             return []
 
@@ -954,8 +897,8 @@ class SQLiteStore:
             return results
 
     async def get_message(self, key: SessionKey, message_id: str) -> StoredMessage | None:
-        _check_key(key)
-        _check_id(message_id)
+        check_key(key)
+        check_id(message_id)
         with self._tx(write=False) as conn:
             row = conn.execute(
                 _MSG_SELECT + "JOIN sessions s ON s.sid = m.sid "
@@ -965,10 +908,10 @@ class SQLiteStore:
         return None if row is None else _message_row(row, row[2])
 
     async def get_messages(self, key: SessionKey, ids: Sequence[str]) -> list[StoredMessage]:
-        _check_key(key)
+        check_key(key)
         if isinstance(ids, str):
             raise TypeError("ids must be a sequence of message ids, not a string")
-        wanted = [_check_id(i) for i in ids]
+        wanted = [check_id(i) for i in ids]
         if not wanted:
             return []
         with self._tx(write=False) as conn:
@@ -981,7 +924,7 @@ class SQLiteStore:
         return [_message_row(r, r[2]) for r in rows]
 
     async def all_messages(self, key: SessionKey) -> list[StoredMessage]:
-        _check_key(key)
+        check_key(key)
         with self._tx(write=False) as conn:
             rows = conn.execute(
                 _MSG_SELECT + "JOIN sessions s ON s.sid = m.sid "
@@ -1011,7 +954,7 @@ class SQLiteStore:
         return _build_path(rows, parent_id)
 
     async def path(self, key: SessionKey, leaf_id: str | None) -> list[StoredMessage]:
-        _check_key(key)
+        check_key(key)
         with self._tx(write=False) as conn:
             conn.execute("BEGIN")  # one snapshot for the leaf lookup and the walk
             try:
@@ -1029,11 +972,11 @@ class SQLiteStore:
         max_bytes: int | None,
         min_messages: int,
     ) -> PathWindow:
-        _check_key(key)
+        check_key(key)
         for name, value in (("max_tokens", max_tokens), ("max_bytes", max_bytes)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 raise TypeError(f"{name} must be an integer or None")
-        _check_limit(min_messages, "min_messages")
+        check_int(min_messages, "min_messages")
         with self._tx(write=False) as conn:
             conn.execute("BEGIN")
             try:
@@ -1070,7 +1013,7 @@ class SQLiteStore:
         )
 
     async def path_length(self, key: SessionKey, leaf_id: str | None) -> int:
-        _check_key(key)
+        check_key(key)
         with self._tx(write=False) as conn:
             conn.execute("BEGIN")
             try:
@@ -1083,8 +1026,8 @@ class SQLiteStore:
                 conn.execute("COMMIT")
 
     async def children(self, key: SessionKey, message_id: str) -> list[StoredMessage]:
-        _check_key(key)
-        _check_id(message_id)
+        check_key(key)
+        check_id(message_id)
         with self._tx(write=False) as conn:
             conn.execute("BEGIN")
             try:
@@ -1097,7 +1040,7 @@ class SQLiteStore:
         return [_message_row(r, r[2]) for r in rows]
 
     async def latest_leaf(self, key: SessionKey) -> StoredMessage | None:
-        _check_key(key)
+        check_key(key)
         with self._tx(write=False) as conn:
             row = conn.execute(
                 _MSG_SELECT + "JOIN sessions s ON m.seq = s.leaf_seq "
@@ -1107,10 +1050,10 @@ class SQLiteStore:
         return None if row is None else _message_row(row, row[2])
 
     async def update(self, key: SessionKey, message: dict[str, Any], *, tokens: int) -> None:
-        _check_key(key)
+        check_key(key)
         if not isinstance(message, dict):
             raise InvalidMessageError("update takes a validated message dict")
-        mid = _check_id(message.get("id"), "message.id")
+        mid = check_id(message.get("id"), "message.id")
         role = message.get("role")
         if not isinstance(role, str):
             raise InvalidMessageError("message.role must be a string")
@@ -1130,10 +1073,10 @@ class SQLiteStore:
             self._index(conn, seq, message)
 
     async def delete(self, key: SessionKey, ids: Sequence[str]) -> int:
-        _check_key(key)
+        check_key(key)
         if isinstance(ids, str):
             raise TypeError("ids must be a sequence of message ids, not a string")
-        wanted = list(dict.fromkeys(_check_id(i) for i in ids))
+        wanted = list(dict.fromkeys(check_id(i) for i in ids))
         if not wanted:
             return 0
         with self._tx(write=True) as conn:
@@ -1203,7 +1146,7 @@ class SQLiteStore:
             return len(rows)
 
     async def clear(self, key: SessionKey) -> None:
-        _check_key(key)
+        check_key(key)
         with self._tx(write=True) as conn:
             self._clear_session(conn, key)
 
@@ -1234,13 +1177,13 @@ class SQLiteStore:
         limit: int = 20,
     ) -> list[SearchResult]:
         """See :meth:`mindstore.store.base.Store.search` and the module docstring."""
-        _check_name(namespace, "namespace")
-        _check_query(query)
-        _check_limit(limit)
+        check_name(namespace, "namespace")
+        check_query(query)
+        check_int(limit)
         if session_ids is not None:
             if isinstance(session_ids, str):
                 raise TypeError("session_ids must be a sequence of session ids, not a string")
-            session_ids = [_check_name(s, "session id") for s in session_ids]
+            session_ids = [check_name(s, "session id") for s in session_ids]
             if not session_ids:
                 return []
         if query.empty or limit <= 0:
@@ -1331,10 +1274,10 @@ class SQLiteStore:
         to_id: str,
         supersedes: Sequence[int] = (),
     ) -> Compaction:
-        _check_key(key)
-        _check_text(summary, "summary")
-        _check_id(from_id, "from_id")
-        _check_id(to_id, "to_id")
+        check_key(key)
+        check_text(summary, "summary")
+        check_id(from_id, "from_id")
+        check_id(to_id, "to_id")
         sup = list(supersedes)
         for c in sup:
             if isinstance(c, bool) or not isinstance(c, int):
@@ -1375,7 +1318,7 @@ class SQLiteStore:
         return _compaction(row)
 
     async def get_compactions(self, key: SessionKey) -> list[Compaction]:
-        _check_key(key)
+        check_key(key)
         with self._tx(write=False) as conn:
             rows = conn.execute(
                 f"SELECT {_COMPACTION_COLS} FROM compactions WHERE sid = "
@@ -1385,7 +1328,7 @@ class SQLiteStore:
         return [_compaction(r) for r in rows]
 
     async def revert_compaction(self, key: SessionKey, compaction_id: int) -> Compaction:
-        _check_key(key)
+        check_key(key)
         if isinstance(compaction_id, bool) or not isinstance(compaction_id, int):
             raise TypeError("compaction_id must be an integer")
         with self._tx(write=True) as conn:
@@ -1409,7 +1352,7 @@ class SQLiteStore:
 
     # ---- context blocks ----------------------------------------------------------------------
     async def get_block(self, key: ScopeKey) -> str | None:
-        ns, scope, label = _check_scope(key)
+        ns, scope, label = check_scope(key)
         with self._tx(write=False) as conn:
             row = conn.execute(
                 "SELECT content FROM blocks WHERE namespace = ? AND scope = ? AND label = ?",
@@ -1427,15 +1370,15 @@ class SQLiteStore:
         )
 
     async def set_block(self, key: ScopeKey, content: str) -> None:
-        k = _check_scope(key)
-        _check_text(content, "content")
+        k = check_scope(key)
+        check_text(content, "content")
         with self._tx(write=True) as conn:
             self._put_block(conn, k, content)
 
     async def update_block(self, key: ScopeKey, fn: Callable[[str], str]) -> str:
         """See :meth:`mindstore.store.base.Store.update_block`: ``fn`` runs while this process
         holds the database write lock, so concurrent updates from any process serialise."""
-        k = _check_scope(key)
+        k = check_scope(key)
         if not callable(fn):
             raise TypeError("fn must be a callable taking the current content")
         with self._tx(write=True) as conn:
@@ -1443,21 +1386,21 @@ class SQLiteStore:
                 "SELECT content FROM blocks WHERE namespace = ? AND scope = ? AND label = ?", k
             ).fetchone()
             new = fn("" if row is None else row[0])
-            _check_text(new, "the block update function's result")
+            check_text(new, "the block update function's result")
             self._put_block(conn, k, new)
         return new
 
     async def delete_block(self, key: ScopeKey) -> None:
-        k = _check_scope(key)
+        k = check_scope(key)
         with self._tx(write=True) as conn:
             conn.execute("DELETE FROM blocks WHERE namespace = ? AND scope = ? AND label = ?", k)
 
     async def list_blocks(
         self, namespace: str, session_id: str | None
     ) -> list[tuple[ScopeKey, str]]:
-        _check_name(namespace, "namespace")
+        check_name(namespace, "namespace")
         if session_id is not None:
-            _check_name(session_id, "session_id")
+            check_name(session_id, "session_id")
         with self._tx(write=False) as conn:
             rows = conn.execute(
                 "SELECT scope, label, content FROM blocks WHERE namespace = ? AND scope IN (?, '')"
@@ -1471,7 +1414,7 @@ class SQLiteStore:
 
     # ---- frozen system prompt ----------------------------------------------------------------
     async def get_prompt(self, key: SessionKey) -> str | None:
-        _check_key(key)
+        check_key(key)
         with self._tx(write=False) as conn:
             row = conn.execute(
                 "SELECT prompt FROM prompts WHERE namespace = ? AND session_id = ?",
@@ -1480,8 +1423,8 @@ class SQLiteStore:
         return None if row is None else str(row[0])
 
     async def put_prompt(self, key: SessionKey, prompt: str, *, overwrite: bool) -> str:
-        _check_key(key)
-        _check_text(prompt, "prompt")
+        check_key(key)
+        check_text(prompt, "prompt")
         with self._tx(write=True) as conn:
             conn.execute(
                 "INSERT INTO prompts (namespace, session_id, prompt, updated_us) "
@@ -1501,7 +1444,7 @@ class SQLiteStore:
 
     # ---- loaded skills -----------------------------------------------------------------------
     async def get_skill_states(self, key: SessionKey) -> list[SkillState]:
-        _check_key(key)
+        check_key(key)
         with self._tx(write=False) as conn:
             rows = conn.execute(
                 "SELECT label, skill_key, loaded, unloaded_before_seq FROM skill_states "
@@ -1516,9 +1459,9 @@ class SQLiteStore:
     async def set_skill_loaded(
         self, key: SessionKey, label: str, skill_key: str, loaded: bool
     ) -> bool:
-        _check_key(key)
-        _check_name(label, "label")
-        _check_entry_key(skill_key)
+        check_key(key)
+        check_name(label, "label")
+        check_entry_key(skill_key)
         if not isinstance(loaded, bool):
             raise TypeError("loaded must be a bool")
         k = (key.namespace, key.session_id, label, skill_key)
@@ -1570,11 +1513,11 @@ class SQLiteStore:
     async def put_entry(
         self, key: ScopeKey, entry_key: str, content: str, *, description: str | None = None
     ) -> None:
-        k = _check_scope(key)
-        _check_entry_key(entry_key)
-        _check_text(content, "content")
+        k = check_scope(key)
+        check_entry_key(entry_key)
+        check_text(content, "content")
         if description is not None:
-            _check_text(description, "description")
+            check_text(description, "description")
         with self._tx(write=True) as conn:
             old = conn.execute(
                 "SELECT id, key, content, description FROM entries "
@@ -1599,8 +1542,8 @@ class SQLiteStore:
             self._entry_fts(conn, "add", (rowid, entry_key, content, description))
 
     async def get_entry(self, key: ScopeKey, entry_key: str) -> Entry | None:
-        k = _check_scope(key)
-        _check_entry_key(entry_key)
+        k = check_scope(key)
+        check_entry_key(entry_key)
         with self._tx(write=False) as conn:
             row = conn.execute(
                 "SELECT key, content, description, updated_us FROM entries "
@@ -1612,9 +1555,9 @@ class SQLiteStore:
         return Entry(key=row[0], content=row[1], description=row[2], updated_at=_dt(row[3]))
 
     async def list_entries(self, key: ScopeKey, *, limit: int | None = None) -> list[Entry]:
-        k = _check_scope(key)
+        k = check_scope(key)
         if limit is not None:
-            _check_limit(limit)
+            check_int(limit)
         with self._tx(write=False) as conn:
             rows = conn.execute(
                 "SELECT key, content, description, updated_us FROM entries "
@@ -1625,7 +1568,7 @@ class SQLiteStore:
         return [Entry(key=r[0], content=r[1], description=r[2], updated_at=_dt(r[3])) for r in rows]
 
     async def count_entries(self, key: ScopeKey) -> int:
-        k = _check_scope(key)
+        k = check_scope(key)
         with self._tx(write=False) as conn:
             return int(
                 conn.execute(
@@ -1635,8 +1578,8 @@ class SQLiteStore:
             )
 
     async def delete_entry(self, key: ScopeKey, entry_key: str) -> bool:
-        k = _check_scope(key)
-        _check_entry_key(entry_key)
+        k = check_scope(key)
+        check_entry_key(entry_key)
         with self._tx(write=True) as conn:
             old = conn.execute(
                 "SELECT id, key, content, description FROM entries "
@@ -1652,9 +1595,9 @@ class SQLiteStore:
     async def search_entries(
         self, key: ScopeKey, query: ParsedQuery, *, limit: int = 10
     ) -> list[EntryHit]:
-        k = _check_scope(key)
-        _check_query(query)
-        _check_limit(limit)
+        k = check_scope(key)
+        check_query(query)
+        check_int(limit)
         if query.empty or limit <= 0:
             return []
         stem, raw = match_sql(query)
@@ -1726,7 +1669,7 @@ class SQLiteStore:
         source: str | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> SessionInfo:
-        _check_key(key)
+        check_key(key)
         for field, value in (
             ("name", name),
             ("parent_session_id", parent_session_id),
@@ -1734,8 +1677,8 @@ class SQLiteStore:
             ("source", source),
         ):
             if value is not None:
-                _check_text(value, field)
-        meta = _metadata_json(metadata)
+                check_text(value, field)
+        meta = metadata_json(metadata)
         with self._tx(write=True) as conn:
             if self._sid(conn, key) is not None:
                 raise ConflictError(
@@ -1762,17 +1705,17 @@ class SQLiteStore:
         return info
 
     async def get_session(self, key: SessionKey) -> SessionInfo | None:
-        _check_key(key)
+        check_key(key)
         with self._tx(write=False) as conn:
             return self._get_session(conn, key)
 
     async def list_sessions(
         self, namespace: str, *, limit: int = 50, before: str | None = None
     ) -> list[SessionInfo]:
-        _check_name(namespace, "namespace")
-        _check_limit(limit)
+        check_name(namespace, "namespace")
+        check_int(limit)
         if before is not None:
-            _check_name(before, "before")
+            check_name(before, "before")
         if limit <= 0:
             return []
         with self._tx(write=False) as conn:
@@ -1801,20 +1744,20 @@ class SQLiteStore:
     async def update_session(self, key: SessionKey, **fields: Any) -> SessionInfo:
         """Set ``name``, ``end_reason``, ``model``, ``source`` and/or ``metadata``; touch
         updated_at. Unknown session → SessionNotFoundError; unknown field → TypeError."""
-        _check_key(key)
-        unknown = set(fields) - _SESSION_FIELDS
+        check_key(key)
+        unknown = set(fields) - SESSION_FIELDS
         if unknown:
             raise TypeError(
                 f"update_session got unknown fields {sorted(unknown)}; "
-                f"allowed: {sorted(_SESSION_FIELDS)}"
+                f"allowed: {sorted(SESSION_FIELDS)}"
             )
         values: dict[str, Any] = {}
         for field, value in fields.items():
             if field == "metadata":
-                values[field] = _metadata_json(value)
+                values[field] = metadata_json(value)
             else:
                 if value is not None:
-                    _check_text(value, field)
+                    check_text(value, field)
                 values[field] = value
         with self._tx(write=True) as conn:
             sid = self._sid(conn, key)
@@ -1834,7 +1777,7 @@ class SQLiteStore:
     async def add_usage(
         self, key: SessionKey, input_tokens: int, output_tokens: int, cost: float
     ) -> SessionInfo:
-        _check_key(key)
+        check_key(key)
         for field, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
             if isinstance(value, bool) or not isinstance(value, int):
                 raise TypeError(f"{field} must be an integer")
@@ -1857,7 +1800,7 @@ class SQLiteStore:
         return info
 
     async def delete_session(self, key: SessionKey) -> bool:
-        _check_key(key)
+        check_key(key)
         with self._tx(write=True) as conn:
             changes_before = conn.total_changes
             sid = self._clear_session(conn, key)
@@ -1904,14 +1847,3 @@ class SQLiteStore:
             finally:
                 conn.execute("COMMIT")
         return {k: int(v) for k, v in out.items()}
-
-
-def _metadata_json(metadata: Any) -> str | None:
-    if metadata is None:
-        return None
-    if not isinstance(metadata, Mapping):
-        raise TypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
-    try:
-        return json.dumps(dict(metadata), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"metadata must be JSON-serialisable: {e}") from e

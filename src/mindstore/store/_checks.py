@@ -1,0 +1,122 @@
+"""Argument checks shared by every backend: run before any I/O, so a bad call changes nothing
+and both backends refuse the same inputs with the same typed errors. Pure: no I/O."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+from mindstore.errors import InvalidKeyError, InvalidMessageError, MessageNotFoundError
+from mindstore.search import ParsedQuery
+from mindstore.store.base import ScopeKey, SessionKey
+
+__all__ = [
+    "SESSION_FIELDS",
+    "check_entry_key",
+    "check_id",
+    "check_int",
+    "check_key",
+    "check_name",
+    "check_query",
+    "check_scope",
+    "check_text",
+    "metadata_json",
+    "not_found",
+]
+
+SESSION_FIELDS: Final = frozenset({"name", "end_reason", "model", "source", "metadata"})
+"""The registry fields ``Store.update_session`` may set."""
+
+
+def check_name(value: Any, field: str) -> str:
+    """A namespace, session id or label: a non-empty string of ≤ 256 characters, no NUL."""
+    if not isinstance(value, str) or not value or len(value) > 256 or "\x00" in value:
+        raise ValueError(f"{field} must be a non-empty string of at most 256 characters")
+    return value
+
+
+def check_key(key: Any) -> SessionKey:
+    if not isinstance(key, SessionKey):
+        raise TypeError(f"expected a SessionKey, got {type(key).__name__}")
+    check_name(key.namespace, "namespace")
+    check_name(key.session_id, "session_id")
+    return key
+
+
+def check_scope(key: Any) -> tuple[str, str, str]:
+    """``(namespace, scope, label)``; scope ``""`` stands for namespace-wide (a session id is
+    never empty, so the composite key cannot collide)."""
+    if not isinstance(key, ScopeKey):
+        raise TypeError(f"expected a ScopeKey, got {type(key).__name__}")
+    check_name(key.namespace, "namespace")
+    if key.session_id is not None:
+        check_name(key.session_id, "session_id")
+    check_name(key.label, "label")
+    return key.namespace, key.session_id or "", key.label
+
+
+def check_id(value: Any, field: str = "message id") -> str:
+    if not isinstance(value, str) or not value or len(value) > 256 or "\x00" in value:
+        raise InvalidMessageError(
+            f"{field} must be a non-empty string of at most 256 characters, got {value!r:.80}"
+        )
+    return value
+
+
+def check_entry_key(value: Any) -> str:
+    if not isinstance(value, str) or not value or len(value) > 512 or "\x00" in value:
+        raise InvalidKeyError(
+            f"entry key must be a non-empty string of at most 512 characters, got {value!r:.80}"
+        )
+    return value
+
+
+def check_text(value: Any, field: str) -> str:
+    """Block, entry and prompt text: valid Unicode without NUL (PostgreSQL text cannot hold
+    NUL, so neither backend accepts it — the same input must behave the same everywhere)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{field} must be a string, got {type(value).__name__}")
+    if "\x00" in value:
+        raise ValueError(f"{field} must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"{field} contains a lone surrogate; strings must be valid Unicode"
+        ) from None
+    return value
+
+
+def check_int(value: Any, field: str = "limit") -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{field} must be an integer, got {type(value).__name__}")
+    return value
+
+
+def check_query(query: Any) -> ParsedQuery:
+    if not isinstance(query, ParsedQuery):
+        raise TypeError(
+            f"query must be a ParsedQuery (use mindstore.search.parse_query), "
+            f"got {type(query).__name__}"
+        )
+    return query
+
+
+def metadata_json(metadata: Any) -> str | None:
+    """Registry metadata as JSON text (``None`` stays ``None``)."""
+    if metadata is None:
+        return None
+    if not isinstance(metadata, Mapping):
+        raise TypeError(f"metadata must be a mapping, got {type(metadata).__name__}")
+    try:
+        text = json.dumps(dict(metadata), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"metadata must be JSON-serialisable: {e}") from e
+    return check_text(text, "metadata")
+
+
+def not_found(key: SessionKey, message_id: str) -> MessageNotFoundError:
+    return MessageNotFoundError(
+        f"no message {message_id!r} in session {key.session_id!r} (namespace {key.namespace!r})"
+    )
