@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from backends import drop_schema, new_schema_name, postgres_url_or_skip
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from backends import drop_schema, new_schema_name, postgres_url_or_skip
 from mindstore import Session
 from mindstore.errors import MessageNotFoundError
 
