@@ -45,8 +45,9 @@ Schema (see :mod:`.migrations`)
 * Paths: a session whose messages in seq order form one chain (``sessions.linear``, kept by
   every append) is read as a range of the ``messages_path`` index (``sid, seq, …``); a branched
   one with a recursive CTE over ``parent_seq`` — no depth limit either way. ``path_window``
-  first reads only ``tokens``/``nbytes`` of the path (index-only) and then loads the bodies of
-  the window alone.
+  loads the bodies of the window alone: on a linear session the totals are one index-only
+  aggregate and the window one newest-first cursor stopped at the budget; on a branched one it
+  first walks only ``tokens``/``nbytes`` of the path (index-only).
 * ``delete`` re-attaches children to the deleted message's nearest surviving ancestor, drops
   compactions whose from/to message was deleted (an overlay they had superseded applies again),
   removes search rows and recomputes the leaf pointer and count.
@@ -347,12 +348,14 @@ _LINEAR_PATH_SQL = (
     "SELECT id, content, created_us, seq, tokens, nbytes FROM messages INDEXED BY messages_path"
     " WHERE sid = :sid AND seq <= :seq ORDER BY seq DESC{limit}"
 )
-_LINEAR_SIZES_SQL = (
-    "SELECT tokens, nbytes FROM messages INDEXED BY messages_path"
-    " WHERE sid = :sid AND seq <= :seq ORDER BY seq DESC"
-)
 _LINEAR_COUNT_SQL = (
     "SELECT count(*) FROM messages INDEXED BY messages_path WHERE sid = :sid AND seq <= :seq"
+)
+# Whole-path totals of a linear session in one index-only aggregate (messages_path carries
+# tokens and nbytes), instead of returning every row's sizes to Python.
+_LINEAR_TOTALS_SQL = (
+    "SELECT count(*), sum(tokens), sum(nbytes) FROM messages INDEXED BY messages_path"
+    " WHERE sid = :sid AND seq <= :seq"
 )
 
 # A branched session is walked from the message to its root (the CTE queue is FIFO, so rows
@@ -985,9 +988,9 @@ class SQLiteStore:
                     return PathWindow(
                         messages=[], truncated=False, total_tokens=0, total_bytes=0, path_length=0
                     )
-                sizes = conn.execute(
-                    _LINEAR_SIZES_SQL if target["linear"] else _PATH_SIZES_SQL, target
-                ).fetchall()  # leaf first
+                if target["linear"]:
+                    return self._linear_window(conn, target, max_tokens, max_bytes, min_messages)
+                sizes = conn.execute(_PATH_SIZES_SQL, target).fetchall()  # leaf first
                 total_tokens = sum(t for t, _ in sizes)
                 total_bytes = sum(b for _, b in sizes)
                 n = 0
@@ -1010,6 +1013,50 @@ class SQLiteStore:
             total_tokens=total_tokens,
             total_bytes=total_bytes,
             path_length=len(sizes),
+        )
+
+    @staticmethod
+    def _linear_window(
+        conn: sqlite3.Connection,
+        target: dict[str, int],
+        max_tokens: int | None,
+        max_bytes: int | None,
+        min_messages: int,
+    ) -> PathWindow:
+        """:meth:`path_window` of a linear session (see migration m005).
+
+        The path is the session's messages with ``seq <= target``, so the totals are one
+        index-only aggregate, and the window is read newest first from one cursor that stops at
+        the first row past the budget — only the window's bodies (and that one row) are read.
+        That row is the window's parent (in a chain, a message's parent is the one before it).
+        Reading every row's sizes into Python to sum them cost ~2 ms at 5,000 messages.
+        """
+        length, total_tokens, total_bytes = conn.execute(_LINEAR_TOTALS_SQL, target).fetchone()
+        need = max(1, min_messages)
+        rows: list[Any] = []
+        parent_id: str | None = None
+        used_tokens = used_bytes = 0
+        cursor = conn.execute(_LINEAR_PATH_SQL.format(limit=""), target)
+        try:
+            for row in cursor:  # id, content, created_us, seq, tokens, nbytes; leaf first
+                tokens, nbytes = row[4], row[5]
+                used_tokens += tokens
+                used_bytes += nbytes
+                if len(rows) >= need and (
+                    (max_tokens is not None and used_tokens > max_tokens)
+                    or (max_bytes is not None and used_bytes > max_bytes)
+                ):
+                    parent_id = row[0]
+                    break
+                rows.append(row)
+        finally:
+            cursor.close()
+        return PathWindow(
+            messages=_build_path(rows, parent_id) if rows else [],
+            truncated=len(rows) < length,
+            total_tokens=int(total_tokens),
+            total_bytes=int(total_bytes),
+            path_length=length,
         )
 
     async def path_length(self, key: SessionKey, leaf_id: str | None) -> int:
