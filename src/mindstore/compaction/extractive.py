@@ -33,7 +33,7 @@ _STOP = frozenset(_STOP_WORDS.split())
 _LINE = re.compile(r"^\[(?P<tag>[^\]]+)\]\s?(?P<body>.*)$")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_'-]*")
-_TODO = re.compile(
+_OPEN_ITEM_CUE = re.compile(
     r"\b(todo|to-do|next|need to|needs to|must|should|pending|remaining|follow up|not yet|"
     r"later|will)\b",
     re.IGNORECASE,
@@ -153,7 +153,7 @@ def extractive_summarize(prompt: str) -> str:
     recent = candidates[len(candidates) * 2 // 3 :]
     open_items: list[str] = []
     for _, role, sentence in recent:
-        wanted = (role == "user" and sentence.endswith("?")) or _TODO.search(sentence)
+        wanted = (role == "user" and sentence.endswith("?")) or _OPEN_ITEM_CUE.search(sentence)
         if wanted and sentence not in open_items:
             open_items.append(sentence)
     open_items = open_items[-4:]
