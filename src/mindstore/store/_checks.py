@@ -12,6 +12,7 @@ from mindstore.search import ParsedQuery
 from mindstore.store.base import ScopeKey, SessionKey
 
 __all__ = [
+    "CREATE_FIELDS",
     "SESSION_FIELDS",
     "check_entry_key",
     "check_id",
@@ -20,6 +21,7 @@ __all__ = [
     "check_name",
     "check_query",
     "check_scope",
+    "check_session_fields",
     "check_text",
     "metadata_json",
     "not_found",
@@ -114,6 +116,35 @@ def metadata_json(metadata: Any) -> str | None:
     except (TypeError, ValueError) as e:
         raise ValueError(f"metadata must be JSON-serialisable: {e}") from e
     return check_text(text, "metadata")
+
+
+def check_session_fields(
+    fields: Mapping[str, Any], allowed: frozenset[str] = SESSION_FIELDS
+) -> dict[str, Any]:
+    """Validated registry column values: text fields checked, ``metadata`` as JSON text.
+
+    Raises:
+        TypeError: a field outside ``allowed`` (column names come from this allow-list only,
+            so they can be put into SQL).
+    """
+    unknown = set(fields) - allowed
+    if unknown:
+        raise TypeError(
+            f"update_session got unknown fields {sorted(unknown)}; allowed: {sorted(allowed)}"
+        )
+    values: dict[str, Any] = {}
+    for field, value in fields.items():
+        if field == "metadata":
+            values[field] = metadata_json(value)
+        else:
+            if value is not None:
+                check_text(value, field)
+            values[field] = value
+    return values
+
+
+CREATE_FIELDS: Final = SESSION_FIELDS - {"end_reason"} | {"parent_session_id"}
+"""The registry fields ``Store.create_session`` takes."""
 
 
 def not_found(key: SessionKey, message_id: str) -> MessageNotFoundError:

@@ -69,7 +69,7 @@ from mindstore.errors import (
 from mindstore.messages import dumps
 from mindstore.search import ParsedQuery, SearchResult, index_text
 from mindstore.store._checks import (
-    SESSION_FIELDS,
+    CREATE_FIELDS,
     check_entry_key,
     check_id,
     check_int,
@@ -77,8 +77,8 @@ from mindstore.store._checks import (
     check_name,
     check_query,
     check_scope,
+    check_session_fields,
     check_text,
-    metadata_json,
     not_found,
 )
 from mindstore.store.base import (
@@ -1353,15 +1353,16 @@ class PostgresStore:
         metadata: Mapping[str, Any] | None = None,
     ) -> SessionInfo:
         check_key(key)
-        for field, value in (
-            ("name", name),
-            ("parent_session_id", parent_session_id),
-            ("model", model),
-            ("source", source),
-        ):
-            if value is not None:
-                check_text(value, field)
-        meta = metadata_json(metadata)
+        meta = check_session_fields(
+            {
+                "name": name,
+                "parent_session_id": parent_session_id,
+                "model": model,
+                "source": source,
+                "metadata": metadata,
+            },
+            CREATE_FIELDS,
+        )["metadata"]
 
         async def run(conn: Conn) -> SessionInfo:
             cur = await conn.execute(
@@ -1416,20 +1417,7 @@ class PostgresStore:
         """Set ``name``, ``end_reason``, ``model``, ``source`` and/or ``metadata``; touch
         updated_at. Unknown session → SessionNotFoundError; unknown field → TypeError."""
         check_key(key)
-        unknown = set(fields) - SESSION_FIELDS
-        if unknown:
-            raise TypeError(
-                f"update_session got unknown fields {sorted(unknown)}; "
-                f"allowed: {sorted(SESSION_FIELDS)}"
-            )
-        values: dict[str, Any] = {}
-        for field, value in fields.items():
-            if field == "metadata":
-                values[field] = metadata_json(value)
-            else:
-                if value is not None:
-                    check_text(value, field)
-                values[field] = value
+        values = check_session_fields(fields)
         sets = "".join(f"{f} = %s, " for f in values)  # field names from the allow-list only
 
         async def run(conn: Conn) -> SessionInfo:

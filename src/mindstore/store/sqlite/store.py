@@ -144,7 +144,7 @@ from mindstore.errors import (
 from mindstore.messages import dumps
 from mindstore.search import ParsedQuery, SearchResult, index_text
 from mindstore.store._checks import (
-    SESSION_FIELDS,
+    CREATE_FIELDS,
     check_entry_key,
     check_id,
     check_int,
@@ -152,8 +152,8 @@ from mindstore.store._checks import (
     check_name,
     check_query,
     check_scope,
+    check_session_fields,
     check_text,
-    metadata_json,
 )
 from mindstore.store.base import (
     AUTO,
@@ -1717,15 +1717,16 @@ class SQLiteStore:
         metadata: Mapping[str, Any] | None = None,
     ) -> SessionInfo:
         check_key(key)
-        for field, value in (
-            ("name", name),
-            ("parent_session_id", parent_session_id),
-            ("model", model),
-            ("source", source),
-        ):
-            if value is not None:
-                check_text(value, field)
-        meta = metadata_json(metadata)
+        meta = check_session_fields(
+            {
+                "name": name,
+                "parent_session_id": parent_session_id,
+                "model": model,
+                "source": source,
+                "metadata": metadata,
+            },
+            CREATE_FIELDS,
+        )["metadata"]
         with self._tx(write=True) as conn:
             if self._sid(conn, key) is not None:
                 raise ConflictError(
@@ -1792,20 +1793,7 @@ class SQLiteStore:
         """Set ``name``, ``end_reason``, ``model``, ``source`` and/or ``metadata``; touch
         updated_at. Unknown session → SessionNotFoundError; unknown field → TypeError."""
         check_key(key)
-        unknown = set(fields) - SESSION_FIELDS
-        if unknown:
-            raise TypeError(
-                f"update_session got unknown fields {sorted(unknown)}; "
-                f"allowed: {sorted(SESSION_FIELDS)}"
-            )
-        values: dict[str, Any] = {}
-        for field, value in fields.items():
-            if field == "metadata":
-                values[field] = metadata_json(value)
-            else:
-                if value is not None:
-                    check_text(value, field)
-                values[field] = value
+        values = check_session_fields(fields)
         with self._tx(write=True) as conn:
             sid = self._sid(conn, key)
             if sid is None:
