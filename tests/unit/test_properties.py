@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mindstore.messages import RESERVED_ID_PREFIX
 from mindstore.session import Session
 from mindstore.store.sqlite import SQLiteStore
 
@@ -54,7 +55,10 @@ other_part = st.fixed_dictionaries(
 )
 message = st.fixed_dictionaries(
     {
-        "id": st.text(min_size=1, max_size=40).filter(lambda s: "\x00" not in s),
+        # ids starting with RESERVED_ID_PREFIX belong to compaction summaries and are refused
+        "id": st.text(min_size=1, max_size=40).filter(
+            lambda s: "\x00" not in s and not s.startswith(RESERVED_ID_PREFIX)
+        ),
         "role": st.sampled_from(["system", "user", "assistant", "tool"]),
         "parts": st.lists(text_part | tool_part | other_part, max_size=5),
     },
