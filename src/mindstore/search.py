@@ -35,8 +35,10 @@ from mindstore.messages import is_tool_part, tool_name
 __all__ = [
     "ParsedQuery",
     "SearchResult",
+    "fold_token",
     "index_text",
     "parse_query",
+    "search_result",
     "word_tokens",
 ]
 
@@ -56,6 +58,36 @@ class SearchResult:
     snippet: str
     score: float
     created_at: datetime
+
+
+_RESULT_SLOTS = tuple(
+    SearchResult.__dict__[name].__set__
+    for name in ("session_id", "message_id", "role", "text", "snippet", "score", "created_at")
+)
+
+
+def search_result(
+    session_id: str,
+    message_id: str,
+    role: str,
+    text: str,
+    snippet: str,
+    score: float,
+    created_at: datetime,
+) -> SearchResult:
+    """``SearchResult(...)`` for stores, about 4× faster: a frozen dataclass's ``__init__``
+    assigns each field through ``object.__setattr__``, which was a tenth of a PostgreSQL search
+    (up to ``limit`` results each). Same object, same fields (a unit test compares the two)."""
+    result = object.__new__(SearchResult)
+    a, b, c, d, e, f, g = _RESULT_SLOTS
+    a(result, session_id)
+    b(result, message_id)
+    c(result, role)
+    d(result, text)
+    e(result, snippet)
+    f(result, score)
+    g(result, created_at)
+    return result
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -83,11 +115,11 @@ def word_tokens(text: str) -> list[str]:
     ``cafe`` finds "café"; PostgreSQL is fed these tokens so it does the same)."""
     if text.isascii():
         return [t.lower() for t in _WORD.findall(text)]
-    return [_fold(t.lower()) for t in _WORD.findall(text)]
+    return [fold_token(t.lower()) for t in _WORD.findall(text)]
 
 
 @functools.lru_cache(maxsize=65_536)
-def _fold(token: str) -> str:
+def fold_token(token: str) -> str:
     """Remove the diacritics of Latin letters (``é`` → ``e``), as FTS5 ``unicode61`` does;
     other scripts (kana voicing marks, Hangul, …) are left as they are."""
     if token.isascii():

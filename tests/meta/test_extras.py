@@ -42,8 +42,9 @@ def _assert_names_extra(exc: MissingDependencyError, extra: str) -> None:
     assert exc.extra == extra
 
 
-def test_postgres_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    _hide(monkeypatch, "psycopg", "psycopg_pool")
+@pytest.mark.parametrize("packages", [("psycopg", "psycopg_pool"), ("snowballstemmer",)])
+def test_postgres_extra(monkeypatch: pytest.MonkeyPatch, packages: tuple[str, ...]) -> None:
+    _hide(monkeypatch, *packages)
     _reimport(monkeypatch, "mindstore.store.postgres")
     from mindstore.store import open_store
 

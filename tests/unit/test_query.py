@@ -88,3 +88,41 @@ def test_match_sql_quotes_every_token() -> None:
     assert match_sql(parse_query("x")) == ('"x"', None)
     # a token can never carry a quote, but the builder escapes one anyway
     assert match_sql(ParsedQuery(words=('a"b',))) == ('"a""b"', None)
+
+
+def test_search_result_builder_makes_the_same_result() -> None:
+    from dataclasses import fields
+    from datetime import UTC, datetime
+
+    from mindstore.search import SearchResult, search_result
+
+    values = ("s", "m", "user", "text", "[snip]", 1.5, datetime(2026, 1, 2, tzinfo=UTC))
+    names = [f.name for f in fields(SearchResult)]
+    assert names == ["session_id", "message_id", "role", "text", "snippet", "score", "created_at"]
+    built = search_result(*values)
+    assert built == SearchResult(**dict(zip(names, values, strict=True)))
+    assert type(built) is SearchResult and hash(built) == hash(
+        SearchResult(**dict(zip(names, values, strict=True)))
+    )
+    with pytest.raises(AttributeError):
+        built.text = "changed"  # type: ignore[misc]
+
+
+def test_estimated_fraction_is_the_planner_estimate() -> None:
+    from mindstore.store.postgres.fts import estimated_fraction
+
+    frequencies = {"common": 0.5, "deploy": 0.1}
+    other = 0.001
+
+    def stem(word: str) -> str:
+        return {"deployment": "deploy"}.get(word, word)
+
+    def fraction(query: str) -> float:
+        return estimated_fraction(parse_query(query), frequencies, other, stem)
+
+    assert fraction("common") == 0.5
+    assert fraction("deployment") == 0.1  # stemmed before the lookup
+    assert fraction("rare") == other
+    assert fraction("common deployment") == pytest.approx(0.05)  # independent terms
+    assert fraction('"common rare"') == pytest.approx(0.5 * other)  # phrase words count too
+    assert fraction("pre*") == 1.0  # prefixes are not estimated (never a prepared plan)

@@ -181,11 +181,24 @@ m004_entries: Final = [
     "CREATE INDEX entries_search_prefix ON entries USING gin (tsv_prefix) WITH (fastupdate = off)",
 ]
 
+# Why: a namespace-wide search filtered the matches by joining ``sessions`` on every search —
+# planning the join and hashing the namespace's sessions cost as much as the whole ranked
+# tsvector query (0.3 ms at 100 sessions, growing with the session count). Each message now
+# carries its session's namespace (sessions never change namespace), so the search reads one
+# table. Existing rows are filled from ``sessions`` — on a large store this rewrites the messages
+# table once, inside the migration transaction.
+m005_message_namespace: Final = [
+    "ALTER TABLE messages ADD COLUMN namespace text",
+    "UPDATE messages m SET namespace = s.namespace FROM sessions s WHERE s.sid = m.sid",
+    "ALTER TABLE messages ALTER COLUMN namespace SET NOT NULL",
+]
+
 MIGRATIONS: Final[list[tuple[int, str, list[str]]]] = [
     (1, "m001_message_tree", m001_message_tree),
     (2, "m002_message_search", m002_message_search),
     (3, "m003_context_state", m003_context_state),
     (4, "m004_entries", m004_entries),
+    (5, "m005_message_namespace", m005_message_namespace),
 ]
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]

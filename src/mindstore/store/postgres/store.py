@@ -45,13 +45,15 @@ namespace-wide, ``prompts``, ``skill_states``. Paths are recursive CTEs over ``p
 
 Search: see :mod:`.fts` — a Porter-stemmed tsvector (words, phrases, ranking) and an as-typed
 one (prefixes) per row, tsqueries built from parsed tokens only, ``ts_rank`` (length-normalised)
-ordering, ties by ``seq`` descending, ``ts_headline`` snippets marking matches with ``[``
-``]``.
+ordering, ties by ``seq`` descending; snippets are made in Python from the returned rows, the way
+SQLite's FTS5 makes them (:mod:`.snippets`).
 """
 
 from __future__ import annotations
 
 import json
+import math
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Self, TypeVar
@@ -67,7 +69,7 @@ from mindstore.errors import (
     StoreError,
 )
 from mindstore.messages import dumps
-from mindstore.search import ParsedQuery, SearchResult, index_text
+from mindstore.search import ParsedQuery, SearchResult, index_text, search_result
 from mindstore.store._checks import (
     CREATE_FIELDS,
     check_entry_key,
@@ -96,8 +98,15 @@ from mindstore.store.base import (
     StoredMessage,
     _Sentinel,
 )
-from mindstore.store.postgres.fts import index_tokens, search_sql, tsvector_sql
+from mindstore.store.postgres import snippets
+from mindstore.store.postgres.fts import (
+    estimated_fraction,
+    index_tokens,
+    search_sql,
+    tsvector_sql,
+)
 from mindstore.store.postgres.migrations import LATEST_VERSION, MIGRATIONS, SCHEMA_TABLE_SQL
+from mindstore.store.postgres.snippets import SnippetQuery, make_snippet
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -116,11 +125,11 @@ __all__ = ["PostgresStore"]
 
 T = TypeVar("T")
 
-_SNIPPET_CHARS: Final = 100_000
-_HEADLINE_OPTIONS: Final = (
-    "StartSel=[, StopSel=], MaxWords=16, MinWords=5, ShortWord=2, "
-    'MaxFragments=1, FragmentDelimiter=" … "'
-)
+_SID_CACHE_SIZE: Final = 100_000  # session ids remembered for search pages (see _session_ids)
+# A namespace-wide word query expected to match at most this fraction of messages runs as a
+# prepared statement with a generic plan (see search); re-read the statistics this often.
+_GENERIC_PLAN_FRACTION: Final = 0.01
+_LEXEME_STATS_SECONDS: Final = 300.0
 _RANK_NORMALIZATION: Final = 1  # divide by 1 + log(document length), like BM25's length term
 
 
@@ -193,18 +202,22 @@ _LOCK_SESSION_SQL = (
 # Insert one message and, if it was new, move the leaf pointer — one round trip.
 _INSERT_ONE_SQL = (
     "WITH ins AS ("
-    " INSERT INTO messages (sid, id, parent_seq, role, content, tokens, nbytes, text, tool_text,"
-    " tsv, tsv_prefix) VALUES (%(sid)s, %(id)s, %(parent)s, %(role)s, %(content)s, %(tokens)s,"
-    " %(nbytes)s, %(text)s, %(tool)s, " + _MESSAGE_TSV + ", " + _MESSAGE_TSV_PREFIX + ")"
+    " INSERT INTO messages (sid, namespace, id, parent_seq, role, content, tokens, nbytes, text,"
+    " tool_text, tsv, tsv_prefix) VALUES (%(sid)s, %(ns)s, %(id)s, %(parent)s, %(role)s,"
+    " %(content)s, %(tokens)s, %(nbytes)s, %(text)s, %(tool)s, "
+    + _MESSAGE_TSV
+    + ", "
+    + _MESSAGE_TSV_PREFIX
+    + ")"
     " ON CONFLICT (sid, id) DO NOTHING RETURNING seq"
     ") UPDATE sessions SET leaf_seq = ins.seq, message_count = message_count + 1,"
     " updated_at = clock_timestamp() FROM ins WHERE sessions.sid = %(sid)s RETURNING ins.seq"
 )
 
 _INSERT_MANY_SQL = (
-    "INSERT INTO messages (seq, sid, id, parent_seq, role, content, tokens, nbytes, text,"
-    " tool_text, tsv, tsv_prefix) "
-    "SELECT u.seq, %(sid)s, u.id, u.parent, u.role, u.content, u.tokens, u.nbytes, u.text,"
+    "INSERT INTO messages (seq, sid, namespace, id, parent_seq, role, content, tokens, nbytes,"
+    " text, tool_text, tsv, tsv_prefix) "
+    "SELECT u.seq, %(sid)s, %(ns)s, u.id, u.parent, u.role, u.content, u.tokens, u.nbytes, u.text,"
     " u.tool, "
     + tsvector_sql("u.itext", "u.itool")
     + ", "
@@ -315,6 +328,8 @@ class PostgresStore:
         self._dsn = dsn
         self._closed = False
         self._retries = max(2, (pool.max_size or 1) + 1)
+        self._sid_cache: dict[int, str] = {}
+        self._lexemes: tuple[float, tuple[dict[str, float], float] | None] = (-math.inf, None)
 
     def __repr__(self) -> str:
         schema = f", schema={self._schema!r}" if self._schema else ""
@@ -363,6 +378,8 @@ class PostgresStore:
             from psycopg_pool import AsyncConnectionPool
         except ImportError as e:  # pragma: no cover - psycopg without psycopg_pool
             raise MissingDependencyError("psycopg_pool", "postgres") from e
+        if not snippets.AVAILABLE:
+            raise MissingDependencyError("snowballstemmer", "postgres")
         if not isinstance(dsn, str):
             raise TypeError(f"dsn must be a string, got {type(dsn).__name__}")
         if schema is not None:
@@ -545,6 +562,7 @@ class PostgresStore:
             _INSERT_ONE_SQL,
             {
                 "sid": sid,
+                "ns": key.namespace,
                 "id": p.id,
                 "parent": parent_seq,
                 "role": p.role,
@@ -607,6 +625,7 @@ class PostgresStore:
                 _INSERT_MANY_SQL,
                 {
                     "sid": sid,
+                    "ns": key.namespace,
                     "seqs": [r[0] for r in rows],
                     "ids": [r[1].id for r in rows],
                     "parents": [r[2] for r in rows],
@@ -935,48 +954,125 @@ class PostgresStore:
         built = search_sql(query)
         if built is None:
             return []
+        if (
+            session_ids is None
+            and built.stem is not None
+            and built.prefix is None
+            and await self._selective(query)
+        ):
+            # A selective namespace-wide query (the usual one: a few rare words) runs as a
+            # server-side prepared statement: its generic plan (GIN bitmap scan) is the right
+            # plan, and parsing and planning (~0.2 ms, as long as running it) are skipped. The
+            # tsquery is computed once in a fenced subquery, not per ranked row.
+            sql = (
+                "SELECT m.id, m.role, m.text, m.tool_text, m.created_at,"
+                f" ts_rank(m.tsv, x.q, {_RANK_NORMALIZATION}) AS rank, m.sid"
+                f" FROM (SELECT {built.stem[0]} AS q OFFSET 0) x, messages m"
+                " WHERE m.tsv @@ x.q AND m.namespace = %s ORDER BY rank DESC, m.seq DESC LIMIT %s"
+            )
+            rows = await self._fetchall(sql, [*built.stem[1], namespace, limit], prepare=True)
+            return await self._results(query, rows, None)
         rank_sql, params = built.rank("m", _RANK_NORMALIZATION)
         match_sql, match_params = built.match("m")
-        hl_sql, hl_params = built.headline_query()
-        # positional parameters in text order: headline, rank, match, scope, limit
-        params = [*hl_params, *params, *match_params, namespace]
-        scope = "s.namespace = %s"
-        if session_ids is not None:
-            scope += " AND s.session_id = ANY(%s)"
+        params = [*params, *match_params, namespace]
+        if session_ids is None:
+            # One table: every message carries its namespace (m005), so a namespace-wide search
+            # is the plain ranked tsvector query plus one filter; session ids for the page come
+            # from the sid cache (see _session_ids).
+            source = "m.sid FROM messages m WHERE {match} AND m.namespace = %s"
+        else:
+            source = (
+                "s.session_id FROM messages m JOIN sessions s ON s.sid = m.sid"
+                " WHERE {match} AND s.namespace = %s AND s.session_id = ANY(%s)"
+            )
             params.append(session_ids)
         params.append(limit)
-        # One join: the namespace's sessions (a small hashed set) filter the matches and carry
-        # session_id along, so there is no second join for the final page. The LIMIT is inside
-        # the subquery, so ts_headline (which re-parses the text: ~18 us a message, the biggest
-        # cost of a rare word's search) runs on the final rows only.
         sql = (
-            "SELECT h.session_id, h.id, h.role, h.text, h.tool_text, h.rank, h.created_at,"
-            " ts_headline('mindstore_porter', left(concat_ws(E'\\n', NULLIF(h.text, ''),"
-            f" NULLIF(h.tool_text, '')), {_SNIPPET_CHARS}), {hl_sql}, '{_HEADLINE_OPTIONS}')"
-            " FROM ("
-            " SELECT s.session_id, m.id, m.role, m.text, m.tool_text, m.created_at, m.seq,"
-            f" {rank_sql} AS rank FROM messages m JOIN sessions s ON s.sid = m.sid"
-            f" WHERE {match_sql} AND {scope}"
-            " ORDER BY rank DESC, m.seq DESC LIMIT %s"
-            ") h ORDER BY h.rank DESC, h.seq DESC"
+            f"SELECT m.id, m.role, m.text, m.tool_text, m.created_at, {rank_sql} AS rank, "
+            + source.format(match=match_sql)
+            + " ORDER BY rank DESC, m.seq DESC LIMIT %s"
         )
         # prepare=False: psycopg prepares a statement text after 5 executions and the server
         # then switches to a generic plan that cannot see the tsquery's selectivity (a Param):
-        # a word in 74% of 100,000 messages went from a 60 ms sequential scan to a 120 ms
-        # bitmap scan. Planning with the actual tsquery costs ~0.1 ms.
+        # a word in half of 100,000 messages went from a 90 ms (parallel) sequential scan to a
+        # 270 ms bitmap scan. Planning with the actual tsquery costs ~0.1 ms.
         rows = await self._fetchall(sql, params, prepare=False)
+        return await self._results(query, rows, session_ids)
+
+    async def _results(
+        self,
+        query: ParsedQuery,
+        rows: list[tuple[Any, ...]],
+        session_ids: Sequence[str] | None,
+    ) -> list[SearchResult]:
+        """Search rows (id, role, text, tool_text, created_at, rank, sid or session id) →
+        results with snippets (made here, not with ts_headline: see .snippets)."""
+        if session_ids is None:
+            names = await self._session_ids({r[6] for r in rows})
+            rows = [(*r[:6], names[r[6]]) for r in rows if r[6] in names]
+        snippet_query = SnippetQuery.from_query(query)
         return [
-            SearchResult(
-                session_id=r[0],
-                message_id=r[1],
-                role=r[2],
-                text=r[3] or r[4] or "",
-                snippet=r[7] or "",
-                score=float(r[5]),
-                created_at=r[6],
+            search_result(
+                r[6],
+                r[0],
+                r[1],
+                r[2] or r[3] or "",
+                make_snippet(snippet_query, (r[2], r[3])),
+                float(r[5]),
+                r[4],
             )
             for r in rows
         ]
+
+    async def _selective(self, query: ParsedQuery) -> bool:
+        """Whether ``query``'s words are expected in few enough messages (the column statistics
+        say so) that the generic plan of a prepared statement is the right one."""
+        frequencies = await self._lexeme_frequencies()
+        if frequencies is None:  # not analysed yet: let the planner see each query
+            return False
+        fraction = estimated_fraction(query, *frequencies, snippets.stem)
+        return fraction <= _GENERIC_PLAN_FRACTION
+
+    async def _lexeme_frequencies(self) -> tuple[dict[str, float], float] | None:
+        """``messages.tsv``'s most common lexemes with the fraction of messages holding each
+        (what the planner itself estimates from) and the fraction assumed for any other
+        lexeme, re-read every few minutes; None: no statistics yet."""
+        fetched, frequencies = self._lexemes
+        now = time.monotonic()
+        if now - fetched < _LEXEME_STATS_SECONDS:
+            return frequencies
+        row = await self._fetchone(
+            "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats"
+            " WHERE schemaname = current_schema() AND tablename = 'messages'"
+            " AND attname = 'tsv'",
+            (),
+        )
+        frequencies = None
+        if row is not None and row[0] and row[1]:
+            # the frequencies array ends with three summary values; zip stops before them;
+            # like the planner, a lexeme not listed is taken as half the least frequent one
+            listed = dict(zip(row[0], row[1], strict=False))
+            frequencies = (listed, min(listed.values()) / 2)
+        self._lexemes = (now, frequencies)
+        return frequencies
+
+    async def _session_ids(self, sids: set[int]) -> dict[int, str]:
+        """Session ids of ``sids`` (a search page), from a process-wide cache filled on demand.
+
+        A ``sid`` is an identity value: never reused, and its session never changes id or
+        namespace, so a cached entry can only be stale in naming a session that was deleted —
+        and then no message refers to it any more. A sid missing from the answer (deleted
+        between the search and this lookup) is left out; its hits are dropped."""
+        cache = self._sid_cache
+        missing = [sid for sid in sids if sid not in cache]
+        if missing:
+            rows = await self._fetchall(
+                "SELECT sid, session_id FROM sessions WHERE sid = ANY(%s)", (missing,)
+            )
+            if len(cache) + len(rows) > _SID_CACHE_SIZE:
+                cache.clear()
+            cache.update((r[0], r[1]) for r in rows)
+        return {sid: cache[sid] for sid in sids if sid in cache}
 
     # ---- compaction overlays -----------------------------------------------------------------
     async def add_compaction(
@@ -1322,22 +1418,23 @@ class PostgresStore:
             return []
         rank_sql, params = built.rank("e", _RANK_NORMALIZATION)
         match_sql, match_params = built.match("e")
-        hl_sql, hl_params = built.headline_query()
-        params += [*match_params, *k, limit, *hl_params]
+        params += [*match_params, *k, limit]
         sql = (
-            "WITH hits AS ("
-            f" SELECT e.key, e.content, e.description, e.updated_at, {rank_sql} AS rank"
+            f"SELECT e.key, e.content, e.description, {rank_sql} AS rank"
             f" FROM entries e WHERE {match_sql}"
             " AND e.namespace = %s AND e.scope = %s AND e.label = %s"
             " ORDER BY rank DESC, e.updated_at DESC, e.key DESC LIMIT %s"
-            ") SELECT h.key, h.content, h.description, h.rank,"
-            " ts_headline('mindstore_porter', left(concat_ws(E'\\n', h.content, h.description),"
-            f" {_SNIPPET_CHARS}), {hl_sql}, '{_HEADLINE_OPTIONS}')"
-            " FROM hits h ORDER BY h.rank DESC, h.updated_at DESC, h.key DESC"
         )
         rows = await self._fetchall(sql, params, prepare=False)  # see search()
+        snippets = SnippetQuery.from_query(query)
         return [
-            EntryHit(key=r[0], content=r[1], description=r[2], snippet=r[4] or "", score=r[3])
+            EntryHit(
+                key=r[0],
+                content=r[1],
+                description=r[2],
+                snippet=make_snippet(snippets, (r[0], r[1], r[2] or "")),
+                score=r[3],
+            )
             for r in rows
         ]
 

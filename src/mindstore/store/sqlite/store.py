@@ -142,7 +142,7 @@ from mindstore.errors import (
     StoreError,
 )
 from mindstore.messages import dumps
-from mindstore.search import ParsedQuery, SearchResult, index_text
+from mindstore.search import ParsedQuery, SearchResult, index_text, search_result
 from mindstore.store._checks import (
     CREATE_FIELDS,
     check_entry_key,
@@ -1299,15 +1299,7 @@ class SQLiteStore:
             finally:
                 conn.execute("COMMIT")
         return [
-            SearchResult(
-                session_id=r[3],
-                message_id=r[4],
-                role=r[5],
-                text=r[7] or r[8] or "",
-                snippet=r[9] or "",
-                score=-float(r[1]),
-                created_at=_dt(r[6]),
-            )
+            search_result(r[3], r[4], r[5], r[7] or r[8] or "", r[9] or "", -float(r[1]), _dt(r[6]))
             for r in top
         ]
 
