@@ -4,6 +4,8 @@ Run::
 
     .venv/bin/python bench/bench_postgres.py --quick   # smaller sizes
     .venv/bin/python bench/bench_postgres.py           # full: search over 100,000 messages
+    .venv/bin/python bench/bench_postgres.py --only search   # one workload (scaling, appends,
+                                                             # history or search)
 
 The server is ``MINDSTORE_BENCH_POSTGRES_URL`` (else ``MINDSTORE_TEST_POSTGRES_URL``, else
 ``postgresql://postgres@127.0.0.1:5432/test``); everything happens in a throw-away schema that
@@ -19,9 +21,10 @@ is dropped at the end. Workloads (issue 6 targets):
 3. reading a 5,000-message path: ``get_history()`` vs plain psycopg running the same recursive
    query and ``json.loads`` on each row (target ≤ 1.5×);
 4. search over 100,000 messages (quick: 30,000) in 100 sessions, median over a query mix:
-   ``PostgresStore.search`` (ranked, namespace-filtered, with ts_headline snippets) vs a plain
+   ``PostgresStore.search`` (ranked, namespace-filtered, with snippets) vs a plain
    ``tsvector @@ tsquery … ORDER BY ts_rank LIMIT 20`` on a one-config copy of the same text
-   (target ≤ 2×), and vs that plain query plus ts_headline of its 20 rows (the same output).
+   (target ≤ 2×), and, for reference, vs that plain query plus ``ts_headline`` snippets of its
+   20 rows made by the server (what mindstore did before it made snippets in Python).
 """
 
 from __future__ import annotations
@@ -52,6 +55,12 @@ URL = (
     os.environ.get("MINDSTORE_BENCH_POSTGRES_URL")
     or os.environ.get("MINDSTORE_TEST_POSTGRES_URL")
     or "postgresql://postgres@127.0.0.1:5432/test"
+)
+
+# ts_headline options giving snippets like mindstore's (16 words, matches in brackets)
+HEADLINE_OPTIONS = (
+    "StartSel=[, StopSel=], MaxWords=16, MinWords=5, ShortWord=2, "
+    'MaxFragments=1, FragmentDelimiter=" … "'
 )
 
 RNG = random.Random(42)
@@ -148,6 +157,7 @@ async def plain_appends(conn: Any, session: str, msgs: list[dict[str, Any]]) -> 
                 pgstore._INSERT_ONE_SQL,
                 {
                     "sid": sid,
+                    "ns": "plain",
                     "id": m["id"],
                     "parent": leaf,
                     "role": m["role"],
@@ -279,9 +289,9 @@ async def bench_search(schema: str, n: int) -> None:
             "SELECT seq, body, ts_rank(tsv, q) AS r FROM plain_search, "
             "plainto_tsquery('english', %s) q WHERE tsv @@ q ORDER BY r DESC LIMIT 20"
         )
-        # The same plain query plus ts_headline snippets of its 20 rows: the same output as
-        # Session.search (snippets are most of the difference for rare words). Named
-        # parameters: the headline options come first in the text, the query words second.
+        # The same plain query plus server-made ts_headline snippets of its 20 rows (for
+        # reference: what snippets cost on the server). Named parameters: the headline options
+        # come first in the text, the query words second.
         plain_hl_sql = (
             "SELECT seq, body, r, ts_headline('english', body, q, %(opts)s) FROM ("
             + plain_sql.replace(
@@ -308,7 +318,7 @@ async def bench_search(schema: str, n: int) -> None:
                 base.append(time.perf_counter() - t0)
                 t0 = time.perf_counter()
                 c = await conn.execute(
-                    plain_hl_sql, {"q": q.replace('"', ""), "opts": pgstore._HEADLINE_OPTIONS}
+                    plain_hl_sql, {"q": q.replace('"', ""), "opts": HEADLINE_OPTIONS}
                 )
                 hl_rows = await c.fetchall()
                 base_hl.append(time.perf_counter() - t0)
@@ -335,7 +345,7 @@ async def bench_search(schema: str, n: int) -> None:
         )
         bh = statistics.median(base_hl)
         row(
-            "  same, baseline also with ts_headline snippets",
+            "  same, baseline with ts_headline snippets (reference)",
             f"{o * 1000:.2f} ms",
             f"{bh * 1000:.2f} ms",
             ratio(o, bh),
@@ -362,24 +372,37 @@ async def drop(schema: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes")
+    parser.add_argument(
+        "--only",
+        choices=["scaling", "appends", "history", "search"],
+        help="run one workload",
+    )
     args = parser.parse_args()
     quick = args.quick
+
+    def want(name: str) -> bool:
+        return args.only in (None, name)
+
     schema = f"mindstore_bench_{uuid.uuid4().hex[:12]}"
     print(f"PostgreSQL benchmark ({'quick' if quick else 'full'}), schema {schema}", flush=True)
     try:
         asyncio.run(migrate(schema))
-        bench_scaling(schema, 100 if quick else 400)
-        asyncio.run(bench_appends(schema, 200 if quick else 1000, "durable", {}))
-        asyncio.run(
-            bench_appends(
-                schema,
-                300 if quick else 2000,
-                "synchronous_commit=off",
-                {"synchronous_commit": "off"},
+        if want("scaling"):
+            bench_scaling(schema, 100 if quick else 400)
+        if want("appends"):
+            asyncio.run(bench_appends(schema, 200 if quick else 1000, "durable", {}))
+            asyncio.run(
+                bench_appends(
+                    schema,
+                    300 if quick else 2000,
+                    "synchronous_commit=off",
+                    {"synchronous_commit": "off"},
+                )
             )
-        )
-        asyncio.run(bench_history(schema, 5000))
-        asyncio.run(bench_search(schema, 30_000 if quick else 100_000))
+        if want("history"):
+            asyncio.run(bench_history(schema, 5000))
+        if want("search"):
+            asyncio.run(bench_search(schema, 30_000 if quick else 100_000))
     finally:
         asyncio.run(drop(schema))
     header = ("workload", "mindstore", "baseline", "ratio", "target")
