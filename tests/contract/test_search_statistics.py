@@ -24,7 +24,7 @@ async def _analyze(store: Store) -> None:
 
     if isinstance(store, PostgresStore):  # SQLite's search does not plan from statistics
         async with store._pool.connection() as conn:
-            await conn.execute("ANALYZE messages")
+            await conn.execute("ANALYZE message_search")
 
 
 async def test_rare_and_common_words_after_analyze(store: Store) -> None:

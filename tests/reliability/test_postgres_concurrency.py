@@ -437,7 +437,7 @@ def test_search_query_is_never_executed_as_sql() -> None:
 
     built = search_sql(parse_query('\'; DROP TABLE messages; -- "a b" c* :* & | !'))
     assert built is not None
-    pieces = [built.match("m"), built.rank("m", 1)]
+    pieces = [built.match("x", "m"), built.rank("x", "m", 1)]
     sql = " ".join(sql for sql, _ in pieces)
     assert "DROP" not in sql and "'" not in sql.replace("'mindstore_porter'", "")
     for p in (

@@ -116,25 +116,28 @@ class SearchSQL:
     stem: tuple[str, list[Any]] | None  # tsquery expression for ``tsv`` (words, phrases)
     prefix: tuple[str, list[Any]] | None  # tsquery expression for ``tsv_prefix`` (prefixes)
 
-    def match(self, alias: str) -> tuple[str, list[Any]]:
+    def match(self, stem: str, prefix: str) -> tuple[str, list[Any]]:
+        """The match condition; ``stem`` and ``prefix`` are the aliases of the tables holding
+        ``tsv`` and ``tsv_prefix``."""
         conds: list[str] = []
         params: list[Any] = []
         if self.stem is not None:
-            conds.append(f"{alias}.tsv @@ ({self.stem[0]})")
+            conds.append(f"{stem}.tsv @@ ({self.stem[0]})")
             params += self.stem[1]
         if self.prefix is not None:
-            conds.append(f"{alias}.tsv_prefix @@ ({self.prefix[0]})")
+            conds.append(f"{prefix}.tsv_prefix @@ ({self.prefix[0]})")
             params += self.prefix[1]
         return " AND ".join(conds), params
 
-    def rank(self, alias: str, normalization: int) -> tuple[str, list[Any]]:
+    def rank(self, stem: str, prefix: str, normalization: int) -> tuple[str, list[Any]]:
+        """The rank expression (aliases as for :meth:`match`)."""
         ranks: list[str] = []
         params: list[Any] = []
         if self.stem is not None:
-            ranks.append(f"ts_rank({alias}.tsv, ({self.stem[0]}), {normalization})")
+            ranks.append(f"ts_rank({stem}.tsv, ({self.stem[0]}), {normalization})")
             params += self.stem[1]
         if self.prefix is not None:
-            ranks.append(f"ts_rank({alias}.tsv_prefix, ({self.prefix[0]}), {normalization})")
+            ranks.append(f"ts_rank({prefix}.tsv_prefix, ({self.prefix[0]}), {normalization})")
             params += self.prefix[1]
         return " + ".join(ranks), params
 

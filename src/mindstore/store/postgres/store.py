@@ -38,15 +38,19 @@ Schema (see :mod:`.migrations`)
 
 The same shape as the SQLite backend: ``sessions`` (registry row + ``leaf_seq`` pointer +
 ``message_count``), ``messages`` (``seq`` identity, ``parent_seq``, ``UNIQUE(sid, id)``, content
-as TEXT JSON, ``tokens``, ``nbytes``, ``created_at``, search columns), ``compactions``,
-``blocks``/``entries`` keyed by (namespace, scope, label[, key]) with scope ``''`` for
-namespace-wide, ``prompts``, ``skill_states``. Paths are recursive CTEs over ``parent_seq``
-(no depth limit).
+as TEXT JSON, ``tokens``, ``nbytes``, ``created_at``, ``namespace``, the as-typed prefix vector),
+``message_search`` (one row per message, written in the same statement and deleted with it: what
+a word search reads and returns — namespace, sid, id, role, time, indexed text, stemmed vector),
+``compactions``, ``blocks``/``entries`` keyed by (namespace, scope, label[, key]) with scope
+``''`` for namespace-wide, ``prompts``, ``skill_states``. Paths are recursive CTEs over
+``parent_seq`` (no depth limit).
 
-Search: see :mod:`.fts` — a Porter-stemmed tsvector (words, phrases, ranking) and an as-typed
-one (prefixes) per row, tsqueries built from parsed tokens only, ``ts_rank`` (length-normalised)
-ordering, ties by ``seq`` descending; snippets are made in Python from the returned rows, the way
-SQLite's FTS5 makes them (:mod:`.snippets`).
+Search: see :mod:`.fts` — a Porter-stemmed tsvector (words, phrases, ranking) in
+``message_search`` and an as-typed one (prefixes) in ``messages``, tsqueries built from parsed
+tokens only, ``ts_rank`` (length-normalised) ordering, ties by ``seq`` descending. A word query
+the column statistics call selective runs as a prepared statement (generic plan); any other gets
+a plan made for its words. Snippets are made in Python from the returned rows, the way SQLite's
+FTS5 makes them (:mod:`.snippets`).
 """
 
 from __future__ import annotations
@@ -199,35 +203,40 @@ _LOCK_SESSION_SQL = (
     "RETURNING sid, leaf_seq"
 )
 
-# Insert one message and, if it was new, move the leaf pointer — one round trip.
+# Insert one message with its search row and, if it was new, move the leaf pointer — one round
+# trip. (The search row's foreign key is checked at the end of the statement, when the message
+# row exists.)
 _INSERT_ONE_SQL = (
     "WITH ins AS ("
-    " INSERT INTO messages (sid, namespace, id, parent_seq, role, content, tokens, nbytes, text,"
-    " tool_text, tsv, tsv_prefix) VALUES (%(sid)s, %(ns)s, %(id)s, %(parent)s, %(role)s,"
-    " %(content)s, %(tokens)s, %(nbytes)s, %(text)s, %(tool)s, "
-    + _MESSAGE_TSV
-    + ", "
-    + _MESSAGE_TSV_PREFIX
-    + ")"
-    " ON CONFLICT (sid, id) DO NOTHING RETURNING seq"
+    " INSERT INTO messages (sid, namespace, id, parent_seq, role, content, tokens, nbytes,"
+    " tsv_prefix) VALUES (%(sid)s, %(ns)s, %(id)s, %(parent)s, %(role)s, %(content)s,"
+    " %(tokens)s, %(nbytes)s, " + _MESSAGE_TSV_PREFIX + ")"
+    " ON CONFLICT (sid, id) DO NOTHING RETURNING seq, created_at"
+    "), indexed AS ("
+    " INSERT INTO message_search (seq, namespace, sid, id, role, created_at, text, tool_text,"
+    " tsv) SELECT ins.seq, %(ns)s, %(sid)s, %(id)s, %(role)s, ins.created_at, %(text)s,"
+    " %(tool)s, " + _MESSAGE_TSV + " FROM ins"
     ") UPDATE sessions SET leaf_seq = ins.seq, message_count = message_count + 1,"
     " updated_at = clock_timestamp() FROM ins WHERE sessions.sid = %(sid)s RETURNING ins.seq"
 )
 
 _INSERT_MANY_SQL = (
-    "INSERT INTO messages (seq, sid, namespace, id, parent_seq, role, content, tokens, nbytes,"
-    " text, tool_text, tsv, tsv_prefix) "
-    "SELECT u.seq, %(sid)s, %(ns)s, u.id, u.parent, u.role, u.content, u.tokens, u.nbytes, u.text,"
-    " u.tool, "
-    + tsvector_sql("u.itext", "u.itool")
-    + ", "
-    + tsvector_sql("u.itext", "u.itool", "simple")
-    + " FROM unnest("
+    "WITH u AS MATERIALIZED (SELECT * FROM unnest("
     "%(seqs)s::bigint[], %(ids)s::text[], %(parents)s::bigint[], %(roles)s::text[],"
     " %(contents)s::text[], %(tokens)s::int[], %(nbytes)s::int[], %(texts)s::text[],"
     " %(tools)s::text[], %(itexts)s::text[], %(itools)s::text[]"
     ") WITH ORDINALITY AS u(seq, id, parent, role, content, tokens, nbytes, text, tool, itext,"
-    " itool, ord) ORDER BY u.ord"
+    " itool, ord)"
+    "), ins AS ("
+    " INSERT INTO messages (seq, sid, namespace, id, parent_seq, role, content, tokens, nbytes,"
+    " tsv_prefix) SELECT u.seq, %(sid)s, %(ns)s, u.id, u.parent, u.role, u.content, u.tokens,"
+    " u.nbytes, "
+    + tsvector_sql("u.itext", "u.itool", "simple")
+    + " FROM u ORDER BY u.ord RETURNING seq, created_at"
+    ") INSERT INTO message_search (seq, namespace, sid, id, role, created_at, text, tool_text,"
+    " tsv) SELECT u.seq, %(ns)s, %(sid)s, u.id, u.role, ins.created_at, u.text, u.tool, "
+    + tsvector_sql("u.itext", "u.itool")
+    + " FROM u JOIN ins ON ins.seq = u.seq ORDER BY u.ord"
 )
 
 _ENTRY_TSV = tsvector_sql("%(imain)s", "%(idesc)s")
@@ -807,11 +816,14 @@ class PostgresStore:
 
         async def run(conn: Conn) -> None:
             cur = await conn.execute(
-                "UPDATE messages m SET role = %(role)s, content = %(content)s, "
-                "tokens = %(tokens)s, nbytes = %(nbytes)s, text = %(text)s, tool_text = %(tool)s, "
-                f"tsv = {_MESSAGE_TSV}, tsv_prefix = {_MESSAGE_TSV_PREFIX} "
+                "WITH upd AS (UPDATE messages m SET role = %(role)s, content = %(content)s, "
+                "tokens = %(tokens)s, nbytes = %(nbytes)s, "
+                f"tsv_prefix = {_MESSAGE_TSV_PREFIX} "
                 "FROM sessions s WHERE s.sid = m.sid "
-                "AND s.namespace = %(ns)s AND s.session_id = %(sess)s AND m.id = %(id)s",
+                "AND s.namespace = %(ns)s AND s.session_id = %(sess)s AND m.id = %(id)s "
+                "RETURNING m.seq) "
+                "UPDATE message_search x SET role = %(role)s, text = %(text)s, "
+                f"tool_text = %(tool)s, tsv = {_MESSAGE_TSV} FROM upd WHERE x.seq = upd.seq",
                 {
                     "role": role,
                     "content": content,
@@ -965,51 +977,44 @@ class PostgresStore:
             # plan, and parsing and planning (~0.2 ms, as long as running it) are skipped. The
             # tsquery is computed once in a fenced subquery, not per ranked row.
             sql = (
-                "SELECT m.id, m.role, m.text, m.tool_text, m.created_at,"
-                f" ts_rank(m.tsv, x.q, {_RANK_NORMALIZATION}) AS rank, m.sid"
-                f" FROM (SELECT {built.stem[0]} AS q OFFSET 0) x, messages m"
-                " WHERE m.tsv @@ x.q AND m.namespace = %s ORDER BY rank DESC, m.seq DESC LIMIT %s"
+                "SELECT x.id, x.role, x.text, x.tool_text, x.created_at,"
+                f" ts_rank(x.tsv, q.q, {_RANK_NORMALIZATION}) AS rank, x.sid"
+                f" FROM (SELECT {built.stem[0]} AS q OFFSET 0) q, message_search x"
+                " WHERE x.tsv @@ q.q AND x.namespace = %s ORDER BY rank DESC, x.seq DESC LIMIT %s"
             )
             rows = await self._fetchall(sql, [*built.stem[1], namespace, limit], prepare=True)
-            return await self._results(query, rows, None)
-        rank_sql, params = built.rank("m", _RANK_NORMALIZATION)
-        match_sql, match_params = built.match("m")
-        params = [*params, *match_params, namespace]
-        if session_ids is None:
-            # One table: every message carries its namespace (m005), so a namespace-wide search
-            # is the plain ranked tsvector query plus one filter; session ids for the page come
-            # from the sid cache (see _session_ids).
-            source = "m.sid FROM messages m WHERE {match} AND m.namespace = %s"
-        else:
-            source = (
-                "s.session_id FROM messages m JOIN sessions s ON s.sid = m.sid"
-                " WHERE {match} AND s.namespace = %s AND s.session_id = ANY(%s)"
-            )
+            return await self._results(query, rows)
+        # Words and phrases are matched in message_search (x), prefixes in messages (m); every
+        # search row carries its namespace and sid, so only a session filter joins sessions.
+        rank_sql, params = built.rank("x", "m", _RANK_NORMALIZATION)
+        match_sql, match_params = built.match("x", "m")
+        source = "message_search x"
+        if built.prefix is not None:
+            source += " JOIN messages m ON m.seq = x.seq"
+        params += match_params
+        where = f"{match_sql} AND x.namespace = %s"
+        params.append(namespace)
+        if session_ids is not None:
+            source += " JOIN sessions s ON s.sid = x.sid"
+            where += " AND s.session_id = ANY(%s)"
             params.append(session_ids)
         params.append(limit)
         sql = (
-            f"SELECT m.id, m.role, m.text, m.tool_text, m.created_at, {rank_sql} AS rank, "
-            + source.format(match=match_sql)
-            + " ORDER BY rank DESC, m.seq DESC LIMIT %s"
+            f"SELECT x.id, x.role, x.text, x.tool_text, x.created_at, {rank_sql} AS rank, x.sid"
+            f" FROM {source} WHERE {where} ORDER BY rank DESC, x.seq DESC LIMIT %s"
         )
         # prepare=False: psycopg prepares a statement text after 5 executions and the server
         # then switches to a generic plan that cannot see the tsquery's selectivity (a Param):
         # a word in half of 100,000 messages went from a 90 ms (parallel) sequential scan to a
         # 270 ms bitmap scan. Planning with the actual tsquery costs ~0.1 ms.
         rows = await self._fetchall(sql, params, prepare=False)
-        return await self._results(query, rows, session_ids)
+        return await self._results(query, rows)
 
-    async def _results(
-        self,
-        query: ParsedQuery,
-        rows: list[tuple[Any, ...]],
-        session_ids: Sequence[str] | None,
-    ) -> list[SearchResult]:
-        """Search rows (id, role, text, tool_text, created_at, rank, sid or session id) →
-        results with snippets (made here, not with ts_headline: see .snippets)."""
-        if session_ids is None:
-            names = await self._session_ids({r[6] for r in rows})
-            rows = [(*r[:6], names[r[6]]) for r in rows if r[6] in names]
+    async def _results(self, query: ParsedQuery, rows: list[tuple[Any, ...]]) -> list[SearchResult]:
+        """Search rows (id, role, text, tool_text, created_at, rank, sid) → results with session
+        ids and snippets (made here, not with ts_headline: see .snippets)."""
+        names = await self._session_ids({r[6] for r in rows})
+        rows = [(*r[:6], names[r[6]]) for r in rows if r[6] in names]
         snippet_query = SnippetQuery.from_query(query)
         return [
             search_result(
@@ -1034,7 +1039,7 @@ class PostgresStore:
         return fraction <= _GENERIC_PLAN_FRACTION
 
     async def _lexeme_frequencies(self) -> tuple[dict[str, float], float] | None:
-        """``messages.tsv``'s most common lexemes with the fraction of messages holding each
+        """``message_search.tsv``'s most common lexemes with the fraction of messages holding each
         (what the planner itself estimates from) and the fraction assumed for any other
         lexeme, re-read every few minutes; None: no statistics yet."""
         fetched, frequencies = self._lexemes
@@ -1043,7 +1048,7 @@ class PostgresStore:
             return frequencies
         row = await self._fetchone(
             "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats"
-            " WHERE schemaname = current_schema() AND tablename = 'messages'"
+            " WHERE schemaname = current_schema() AND tablename = 'message_search'"
             " AND attname = 'tsv'",
             (),
         )
@@ -1416,8 +1421,8 @@ class PostgresStore:
         built = search_sql(query)
         if built is None:
             return []
-        rank_sql, params = built.rank("e", _RANK_NORMALIZATION)
-        match_sql, match_params = built.match("e")
+        rank_sql, params = built.rank("e", "e", _RANK_NORMALIZATION)
+        match_sql, match_params = built.match("e", "e")
         params += [*match_params, *k, limit]
         sql = (
             f"SELECT e.key, e.content, e.description, {rank_sql} AS rank"

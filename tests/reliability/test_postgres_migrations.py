@@ -1,0 +1,139 @@
+"""PostgreSQL schema migrations applied to an existing, populated schema (written by an older
+version): m005 (namespace on messages) and m006 (the message_search table) must carry every
+message over — history, search by word, phrase and prefix, updates and deletes afterwards."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from backends import drop_schema, new_schema_name, postgres_url_or_skip
+from mindstore.search import index_text, parse_query
+from mindstore.session import Session
+
+pytestmark = pytest.mark.postgres
+
+
+def _msg(mid: str, text: str, tool: str | None = None) -> dict[str, object]:
+    parts: list[dict[str, object]] = [{"type": "text", "text": text}]
+    if tool is not None:
+        parts.append(
+            {
+                "type": "tool-call",
+                "toolCallId": f"c-{mid}",
+                "toolName": "run",
+                "state": "output-available",
+                "input": {"cmd": tool},
+                "output": "ok",
+            }
+        )
+    return {"id": mid, "role": "assistant", "parts": parts}
+
+
+async def _make_v4(url: str, schema: str, sessions: dict[str, list[dict[str, object]]]) -> None:
+    """A schema at version 4, filled with rows the way version 4 wrote them."""
+    import psycopg
+
+    from mindstore.store.postgres.fts import index_tokens, tsvector_sql
+    from mindstore.store.postgres.migrations import MIGRATIONS, SCHEMA_TABLE_SQL
+
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute(f'CREATE SCHEMA "{schema}"')
+        await conn.execute(f'SET search_path TO "{schema}"')
+        await conn.execute(SCHEMA_TABLE_SQL)
+        for number, _name, statements in MIGRATIONS:
+            if number <= 4:
+                for statement in statements:
+                    await conn.execute(statement)
+        await conn.execute("INSERT INTO mindstore_schema (version) VALUES (4)")
+        for session_id, messages in sessions.items():
+            cur = await conn.execute(
+                "INSERT INTO sessions (namespace, session_id) VALUES ('default', %s) RETURNING sid",
+                (session_id,),
+            )
+            row = await cur.fetchone()
+            assert row is not None
+            sid, parent = row[0], None
+            for m in messages:
+                text, tool = index_text(m)
+                itext, itool = index_tokens(text, tool)
+                content = json.dumps(m, separators=(",", ":"))
+                cur = await conn.execute(
+                    "INSERT INTO messages (sid, id, parent_seq, role, content, tokens, nbytes,"
+                    " text, tool_text, tsv, tsv_prefix) VALUES (%(sid)s, %(id)s, %(parent)s,"
+                    " 'assistant', %(content)s, 5, %(n)s, %(text)s, %(tool)s, "
+                    + tsvector_sql("%(itext)s", "%(itool)s")
+                    + ", "
+                    + tsvector_sql("%(itext)s", "%(itool)s", "simple")
+                    + ") RETURNING seq",
+                    {
+                        "sid": sid,
+                        "id": m["id"],
+                        "parent": parent,
+                        "content": content,
+                        "n": len(content),
+                        "text": text,
+                        "tool": tool,
+                        "itext": itext,
+                        "itool": itool,
+                    },
+                )
+                seq_row = await cur.fetchone()
+                assert seq_row is not None
+                parent = seq_row[0]
+            await conn.execute(
+                "UPDATE sessions SET leaf_seq = %s, message_count = %s WHERE sid = %s",
+                (parent, len(messages), sid),
+            )
+
+
+async def test_v4_schema_migrates_with_every_message_searchable() -> None:
+    from mindstore.store.postgres import PostgresStore
+    from mindstore.store.postgres.migrations import LATEST_VERSION
+
+    url = postgres_url_or_skip()
+    schema = new_schema_name()
+    a = [
+        _msg("a1", "The deployment to kubernetes failed"),
+        _msg("a2", "rolled back the release", tool="kubectl rollout undo"),
+        _msg("a3", "Café crème for the team"),
+    ]
+    b = [_msg("b1", "deployment went fine here"), _msg("b2", "nothing to see")]
+    try:
+        await _make_v4(url, schema, {"a": a, "b": b})
+        store = await PostgresStore.open(url, schema=schema, min_size=1, max_size=2)
+        try:
+            assert (await store.stats())["schema_version"] == LATEST_VERSION
+            sa = Session.create(store, "a")
+            sb = Session.create(store, "b")
+            assert await sa.get_history() == a
+            assert await sb.get_history() == b
+
+            async def ids(query: str, **kw: object) -> list[str]:
+                hits = await store.search("default", parse_query(query), **kw)  # type: ignore[arg-type]
+                return [h.message_id for h in hits]
+
+            assert sorted(await ids("deployment")) == ["a1", "b1"]
+            assert await ids('"deployment to kubernetes"') == ["a1"]
+            assert sorted(await ids("deploy*")) == ["a1", "b1"]
+            assert await ids("rollout") == ["a2"]  # tool text
+            assert await ids("cafe") == ["a3"]
+            assert await ids("deployment", session_ids=["b"]) == ["b1"]
+            hit = (await store.search("default", parse_query("kubernetes"), limit=1))[0]
+            assert (hit.session_id, hit.snippet) == ("a", "The deployment to [kubernetes] failed")
+
+            # writes after the migration keep the index exact
+            await sa.update_message(_msg("a1", "The migration to kubernetes failed"))
+            assert await ids("deployment") == ["b1"]
+            assert await ids("migration") == ["a1"]
+            assert await sb.delete_messages(["b1"]) == 1
+            assert await ids("deployment") == []
+            assert await ids("deploy*") == []
+            await sb.append_message(_msg("b3", "a new deployment"))
+            assert await ids("deployment") == ["b3"]
+            assert await ids("deploy*") == ["b3"]
+        finally:
+            await store.aclose()
+    finally:
+        await drop_schema(url, schema)
