@@ -267,7 +267,8 @@ async def bench_search(schema: str, n: int) -> None:
             msgs = [make_message(sidx * per + i, rng) for i in range(per)]
             await store.append(key, [NewMessage(message=m) for m in msgs])
         await conn.execute(
-            "INSERT INTO plain_search SELECT seq, text, to_tsvector('english', text) FROM messages"
+            "INSERT INTO plain_search SELECT seq, text, to_tsvector('english', text)"
+            " FROM message_search"
         )
         await conn.execute("CREATE INDEX plain_search_tsv ON plain_search USING gin (tsv)")
         await conn.execute("ANALYZE")
