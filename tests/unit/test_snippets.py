@@ -127,6 +127,8 @@ QUERIES = [
     '"run the"',
     "relational",
     "generous",
+    '"run the"',
+    '"deployments cluster"',
 ]
 
 
@@ -175,6 +177,13 @@ def test_non_latin_text_and_long_text() -> None:
     _check(("Привет мир, deployment идёт",), "мир")
     long = " ".join(["filler"] * 5000 + ["deployment"] + ["tail"] * 100)
     _check((long, ""), "deployment")
+    # shapes that once cost seconds a row: many hits, long punctuation runs, huge tokens
+    _check(("deploy " * 3000, ""), "deploy")
+    _check(("deploy run. " * 2000, ""), "deploy run")
+    _check(("word " + "." * 5000 + " deployment end", ""), "deployment")
+    _check(("x" + ":x" * 3000 + " deployment and more words after it", ""), "deployment")
+    _check(("a" * 5000 + " deployment", ""), "deployment")
+    _check(("слово " * 3000 + "deployment " + "слово " * 30, ""), "deployment")
     # a hit beyond the part looked at: the start of the first column, like a hit-less row
     beyond = "x " * MAX_SNIPPET_SOURCE + "deployment"
     snippet = make_snippet(SnippetQuery.from_query(parse_query("deployment")), (beyond, ""))

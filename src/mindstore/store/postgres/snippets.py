@@ -26,7 +26,7 @@ import bisect
 import functools
 import re
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -47,13 +47,29 @@ SNIPPET_TOKENS: Final = 16
 MAX_SNIPPET_SOURCE: Final = 100_000
 """Characters of a column looked at for a snippet: a hit further in is not shown."""
 
+MAX_HITS: Final = 256
+"""Hits of a column looked at: a text repeating the query words thousands of times costs no more
+than this many."""
+
+MAX_WINDOWS: Final = 64
+"""Windows scored, one per hit (FTS5 scores all): the snippet's window starts near one of a
+column's first 64 hits."""
+
 _WORD: Final = re.compile(r"[^\W_]+")
 _local = threading.local()
 
 
-@functools.lru_cache(maxsize=65_536)
 def stem(token: str) -> str:
-    """The Porter stem of a lower-cased, folded token."""
+    """The Porter stem of a lower-cased, folded token. A token longer than PostgreSQL indexes
+    (2,046 bytes) is returned as it is: it never matches, and stemming it would take long."""
+    return token if len(token) > _MAX_STEMMED else _stem(token)
+
+
+_MAX_STEMMED: Final = 2046
+
+
+@functools.lru_cache(maxsize=65_536)
+def _stem(token: str) -> str:
     stemmer = getattr(_local, "stemmer", None)
     if stemmer is None:  # Snowball stemmer objects keep state: one per thread
         stemmer = _local.stemmer = snowballstemmer.stemmer("porter")
@@ -106,14 +122,15 @@ def make_snippet(query: SnippetQuery, columns: Sequence[str]) -> str:
         if col is None:
             continue
         hits, size = col.hits, col.size
-        for i, _, _, a, _ in hits:
+        ends = _sentence_starts(col.text, hits[-1][3]) if size > SNIPPET_TOKENS else []
+        for i, _, _, a, _ in hits[:MAX_WINDOWS]:
             score, start = _score(hits, i, size)
             if best is None or score > best[0]:
                 best = (score, col, start)
             # like FTS5: also try the window that starts the hit's sentence (+100, +120 for
             # the text's start), so a snippet rather begins a sentence than cuts one
             if size > SNIPPET_TOKENS:
-                sentence = col.sentence_start(a)
+                sentence = _sentence_before(col.text, col.mask, col.lead, a, i, ends)[0]
                 if sentence < i:
                     score = _score(hits, sentence, size)[0] + (120 if sentence == 0 else 100)
                     if score > best[0]:
@@ -141,12 +158,12 @@ def _single_term(single: tuple[bool, str, str], columns: Sequence[str]) -> str |
         mask = b""
         hit: tuple[int, int] | None = None
         while p >= 0:
-            if p > 0 and low[p - 1].isalnum():  # inside a token
-                p = low.find(start_str, p + 1)
-                continue
             mask = mask or text.encode("ascii").translate(_MASK)
             e = mask.find(b" ", p)
             e = len(mask) if e < 0 else e
+            if p > 0 and mask[p - 1] == 97:  # inside a token: go on after it
+                p = low.find(start_str, e)
+                continue
             tok = low[p:e]
             if tok.startswith(target) if prefix else stem(tok) == target:
                 if hit is not None:
@@ -163,7 +180,7 @@ def _single_term(single: tuple[bool, str, str], columns: Sequence[str]) -> str |
         # sentence 1000 + 100 (+120 at the text's start) when the hit is in it
         score, start, first = 1000, min(i - (SNIPPET_TOKENS - 1) // 2, size - SNIPPET_TOKENS), -1
         if size > SNIPPET_TOKENS:
-            sentence, at = _sentence_before(text, mask, lead, a)
+            sentence, at = _sentence_before(text, mask, lead, a, i)
             if sentence < i < sentence + SNIPPET_TOKENS:
                 score += 120 if sentence == 0 else 100
                 start, first = sentence, at
@@ -195,19 +212,37 @@ def _single_term(single: tuple[bool, str, str], columns: Sequence[str]) -> str |
     )
 
 
-def _sentence_before(text: str, mask: bytes, lead: int, start: int) -> tuple[int, int]:
-    """(index, character) of the last token at or before character ``start`` that begins a
-    sentence: the first token, or one that follows ``.`` or ``:`` and white space (FTS5's
-    rule)."""
-    end = start
-    while True:  # look back from ``start`` for ". " / ": " followed by a token
-        p = max(text.rfind(".", 0, end), text.rfind(":", 0, end))
+def _sentence_before(
+    text: str, mask: bytes, lead: int, start: int, index: int, ends: list[int] | None = None
+) -> tuple[int, int]:
+    """(index, character) of the last token at or before the token ``index`` (which begins at
+    character ``start``) that begins a sentence: the first token, or one that follows ``.`` or
+    ``:`` and white space (FTS5's rule). ``ends``: every sentence start of the text (see
+    :func:`_sentence_starts`), when the caller asks for many hits."""
+    if ends is None:
+        p = max(text.rfind(".", 0, start), text.rfind(":", 0, start))
         if p < 0:
             return 0, (0 if lead else mask.find(b"a"))
         m = _SENTENCE_END.match(text, p)
         if m is not None and m.end() <= start:
-            return lead + mask.count(b" a", 0, m.end() + 1) - 1, m.end()
-        end = p
+            at = m.end()
+        else:  # the nearest "." or ":" starts no sentence: every one up to ``start`` (in C)
+            found = _sentence_starts(text, start)
+            if not found:
+                return 0, (0 if lead else mask.find(b"a"))
+            at = found[-1]
+    else:
+        j = bisect.bisect_right(ends, start) - 1
+        if j < 0:
+            return 0, (0 if lead else mask.find(b"a"))
+        at = ends[j]
+    # tokens beginning in [at, start] counted back from the hit's own index
+    return index - mask.count(b" a", at - 1, start + 1) + 1, at
+
+
+def _sentence_starts(text: str, upto: int) -> list[int]:
+    """Where every sentence after the first begins, up to character ``upto``."""
+    return [m.end() for m in _SENTENCE_END.finditer(text, 0, upto + 1) if m.end() <= upto]
 
 
 _Hit = tuple[int, int, int, int, int]  # first token, token count, term number, start, end char
@@ -223,7 +258,8 @@ def _score(hits: list[_Hit], first: int, size: int) -> tuple[int, int]:
         score, lo, hi = 1000, i, i + n
     else:
         score, lo, hi = _window(hits, first)
-    start = lo - (SNIPPET_TOKENS - (hi - lo)) // 2
+    spare = SNIPPET_TOKENS - (hi - lo)  # negative when a phrase runs past the window
+    start = lo - (spare // 2 if spare >= 0 else -(-spare // 2))  # C division, as in FTS5
     if start + SNIPPET_TOKENS > size:
         start = size - SNIPPET_TOKENS
     return score, max(start, 0)
@@ -269,59 +305,84 @@ class _Column:
 
     @classmethod
     def of(cls, text: str) -> _Column:
+        return cls(text, cls._mask_of(text)[0])
+
+    @staticmethod
+    def _mask_of(text: str) -> tuple[bytes, dict[int, str]]:
+        """The mask, and (non-ASCII text) each token's folded lower-case form by start."""
         if text.isascii():
-            return cls(text, text.encode("ascii").translate(_MASK))
+            return text.encode("ascii").translate(_MASK), {}
         mask = bytearray(b" ") * len(text)
+        tokens: dict[int, str] = {}
         for m in _WORD.finditer(text):
-            mask[m.start() : m.end()] = b"a" * (m.end() - m.start())
-        return cls(text, bytes(mask))
+            a, e = m.span()
+            mask[a:e] = b"a" * (e - a)
+            tokens[a] = fold_token(m.group().lower())
+        return bytes(mask), tokens
 
     @classmethod
     def scan(cls, query: SnippetQuery, text: str) -> _Column | None:
-        """The column with its hits, or None when ``query`` has none in ``text``."""
+        """The column with its hits (the first MAX_HITS), or None when ``query`` has none."""
         if not text:
             return None
+        starts = query.starts
         if text.isascii():
             low = text.lower()
-            found: list[int] = []
-            for s in query.starts:
+            if not any(s in low for s in starts):
+                return None
+            col = cls(text, text.encode("ascii").translate(_MASK))
+            mask = col.mask
+            found: set[int] = set()
+            for s in starts:
                 p = low.find(s)
                 while p >= 0:
-                    if p == 0 or not low[p - 1].isalnum():  # it begins a token
-                        found.append(p)
+                    if p > 0 and mask[p - 1] == 97:  # inside a token: go on after it
+                        e = mask.find(b" ", p)
+                        p = -1 if e < 0 else low.find(s, e)
+                        continue
+                    found.add(p)
                     p = low.find(s, p + 1)
-            if not found:
-                return None
-            candidates: Iterable[int] = set(found) if len(query.starts) > 1 else found
-            col = cls(text, text.encode("ascii").translate(_MASK))
-            token: Callable[[slice], str] = low.__getitem__
+            token: Callable[[int, int], str] = lambda a, e: low[a:e]  # noqa: E731
         else:
-            col = cls.of(text)
-            mask = col.mask
-            candidates = {p + 1 for p in _all(mask, b" a")} | ({0} if col.lead else set())
-
-            def folded(span: slice) -> str:
-                return fold_token(text[span].lower())
-
-            token = folded
-
-        hits = [h for a in sorted(candidates) for h in col._match(query, a, token)]
+            mask, folded = cls._mask_of(text)
+            col = cls(text, mask)
+            found = {a for a, t in folded.items() if t.startswith(starts)}
+            token = lambda a, e: folded[a]  # noqa: E731
+        hits: list[_Hit] = []
+        index, at = -1, -1  # the last token index computed and where that token begins
+        for a in sorted(found):
+            matched = col._match(query, a, token)
+            if not matched:
+                continue
+            # token indexes counted from the previous hit, not from the start: linear overall
+            index = (
+                col.lead + mask.count(b" a", 0, a + 1) - 1
+                if index < 0
+                else index + mask.count(b" a", at, a + 1)
+            )
+            at = a
+            hits += [(index, *h) for h in matched]
+            if len(hits) >= MAX_HITS:
+                break
         if not hits:
             return None
         col.hits = sorted(hits)
         return col
 
-    def _match(self, query: SnippetQuery, a: int, token: Callable[[slice], str]) -> list[_Hit]:
+    def _match(
+        self, query: SnippetQuery, a: int, token: Callable[[int, int], str]
+    ) -> list[tuple[int, int, int, int]]:
+        """The terms matching at the token that begins at ``a``: (tokens, term, start, end)."""
         mask = self.mask
         e = mask.find(b" ", a)
         e = len(mask) if e < 0 else e
-        tok = token(slice(a, e))
+        tok = token(a, e)
         stemmed = ""
-        out: list[_Hit] = []
+        out: list[tuple[int, int, int, int]] = []
         for n, (kind, parts) in enumerate(query.terms):
             if kind == "prefix":
                 if tok.startswith(parts[0]):
-                    out.append((-1, 1, n, a, e))
+                    out.append((1, n, a, e))
                 continue
             stemmed = stemmed or stem(tok)
             if stemmed != parts[0]:
@@ -333,18 +394,13 @@ class _Column:
                     break
                 end = mask.find(b" ", pos)
                 end = len(mask) if end < 0 else end
-                if stem(token(slice(pos, end))) != part:
+                if stem(token(pos, end)) != part:
                     break
             else:
-                out.append((-1, len(parts), n, a, end))
-        index = self.index(a) if out else -1
-        return [(index, *h[1:]) for h in out]
+                out.append((len(parts), n, a, end))
+        return out
 
     # ---- tokens -----------------------------------------------------------------------------
-    def index(self, start: int) -> int:
-        """Index of the token that begins at character ``start``."""
-        return self.lead + self.mask.count(b" a", 0, start + 1) - 1
-
     def start_of(self, index: int) -> int:
         """Character where token ``index`` begins, walked to from the nearest hit."""
         mask = self.mask
@@ -357,10 +413,6 @@ class _Column:
             p = mask.rfind(b" a", 0, pos)
             pos, i = (p + 1 if p >= 0 else 0), i - 1
         return pos
-
-    def sentence_start(self, start: int) -> int:
-        """Index of the last token at or before character ``start`` that begins a sentence."""
-        return _sentence_before(self.text, self.mask, self.lead, start)[0]
 
     # ---- output -------------------------------------------------------------------------------
     def render(self, start: int) -> str:
