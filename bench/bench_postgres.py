@@ -158,6 +158,7 @@ async def plain_appends(conn: Any, session: str, msgs: list[dict[str, Any]]) -> 
                 {
                     "sid": sid,
                     "ns": "plain",
+                    "sess": session,
                     "id": m["id"],
                     "parent": leaf,
                     "role": m["role"],

@@ -198,9 +198,10 @@ m005_message_namespace: Final = [
 # shared buffers) 100,000 messages plus their indexes no longer fit, so even a rare word's few
 # pages were read from the OS cache after a common word's search (measured: 1.2-2x a plain
 # tsvector query, against 1.0-1.5x with this table). ``message_search`` holds what a word
-# search reads and returns — ids, role, time, the indexed text and ``tsv`` — written with the
-# message (same statement) and deleted with it (cascade); ``messages`` keeps the tree, the
-# content and ``tsv_prefix`` (prefix terms). ``(sid, seq)`` serves searches scoped to sessions.
+# search reads and returns — namespace, session id (so a result page needs no lookup), ids,
+# role, time, the indexed text and ``tsv`` — written with the message (same statement) and
+# deleted with it (cascade); ``messages`` keeps the tree, the content and ``tsv_prefix`` (prefix
+# terms). ``(namespace, session_id, seq)`` serves searches scoped to sessions.
 # Existing rows are copied; the dropped columns' space is reclaimed as rows are rewritten (or by
 # VACUUM FULL).
 m006_message_search_table: Final = [
@@ -208,7 +209,7 @@ m006_message_search_table: Final = [
     CREATE TABLE message_search (
         seq bigint PRIMARY KEY REFERENCES messages (seq) ON DELETE CASCADE,
         namespace text NOT NULL,
-        sid bigint NOT NULL,
+        session_id text NOT NULL,
         id text NOT NULL,
         role text NOT NULL,
         created_at timestamptz NOT NULL,
@@ -217,10 +218,10 @@ m006_message_search_table: Final = [
         tsv tsvector NOT NULL
     )
     """,
-    "INSERT INTO message_search SELECT seq, namespace, sid, id, role, created_at, text,"
-    " tool_text, tsv FROM messages",
+    "INSERT INTO message_search SELECT m.seq, m.namespace, s.session_id, m.id, m.role,"
+    " m.created_at, m.text, m.tool_text, m.tsv FROM messages m JOIN sessions s ON s.sid = m.sid",
     "CREATE INDEX message_search_tsv ON message_search USING gin (tsv) WITH (fastupdate = off)",
-    "CREATE INDEX message_search_by_session ON message_search (sid, seq)",
+    "CREATE INDEX message_search_by_session ON message_search (namespace, session_id, seq)",
     "DROP INDEX messages_search",
     "ALTER TABLE messages DROP COLUMN tsv, DROP COLUMN text, DROP COLUMN tool_text",
 ]

@@ -129,7 +129,6 @@ __all__ = ["PostgresStore"]
 
 T = TypeVar("T")
 
-_SID_CACHE_SIZE: Final = 100_000  # session ids remembered for search pages (see _session_ids)
 # A namespace-wide word query expected to match at most this fraction of messages runs as a
 # prepared statement with a generic plan (see search); re-read the statistics this often.
 _GENERIC_PLAN_FRACTION: Final = 0.01
@@ -213,9 +212,9 @@ _INSERT_ONE_SQL = (
     " %(tokens)s, %(nbytes)s, " + _MESSAGE_TSV_PREFIX + ")"
     " ON CONFLICT (sid, id) DO NOTHING RETURNING seq, created_at"
     "), indexed AS ("
-    " INSERT INTO message_search (seq, namespace, sid, id, role, created_at, text, tool_text,"
-    " tsv) SELECT ins.seq, %(ns)s, %(sid)s, %(id)s, %(role)s, ins.created_at, %(text)s,"
-    " %(tool)s, " + _MESSAGE_TSV + " FROM ins"
+    " INSERT INTO message_search (seq, namespace, session_id, id, role, created_at, text,"
+    " tool_text, tsv) SELECT ins.seq, %(ns)s, %(sess)s, %(id)s, %(role)s, ins.created_at,"
+    " %(text)s, %(tool)s, " + _MESSAGE_TSV + " FROM ins"
     ") UPDATE sessions SET leaf_seq = ins.seq, message_count = message_count + 1,"
     " updated_at = clock_timestamp() FROM ins WHERE sessions.sid = %(sid)s RETURNING ins.seq"
 )
@@ -233,8 +232,9 @@ _INSERT_MANY_SQL = (
     " u.nbytes, "
     + tsvector_sql("u.itext", "u.itool", "simple")
     + " FROM u ORDER BY u.ord RETURNING seq, created_at"
-    ") INSERT INTO message_search (seq, namespace, sid, id, role, created_at, text, tool_text,"
-    " tsv) SELECT u.seq, %(ns)s, %(sid)s, u.id, u.role, ins.created_at, u.text, u.tool, "
+    ") INSERT INTO message_search (seq, namespace, session_id, id, role, created_at, text,"
+    " tool_text, tsv) SELECT u.seq, %(ns)s, %(sess)s, u.id, u.role, ins.created_at, u.text,"
+    " u.tool, "
     + tsvector_sql("u.itext", "u.itool")
     + " FROM u JOIN ins ON ins.seq = u.seq ORDER BY u.ord"
 )
@@ -337,7 +337,6 @@ class PostgresStore:
         self._dsn = dsn
         self._closed = False
         self._retries = max(2, (pool.max_size or 1) + 1)
-        self._sid_cache: dict[int, str] = {}
         self._lexemes: tuple[float, tuple[dict[str, float], float] | None] = (-math.inf, None)
 
     def __repr__(self) -> str:
@@ -572,6 +571,7 @@ class PostgresStore:
             {
                 "sid": sid,
                 "ns": key.namespace,
+                "sess": key.session_id,
                 "id": p.id,
                 "parent": parent_seq,
                 "role": p.role,
@@ -635,6 +635,7 @@ class PostgresStore:
                 {
                     "sid": sid,
                     "ns": key.namespace,
+                    "sess": key.session_id,
                     "seqs": [r[0] for r in rows],
                     "ids": [r[1].id for r in rows],
                     "parents": [r[2] for r in rows],
@@ -978,14 +979,14 @@ class PostgresStore:
             # tsquery is computed once in a fenced subquery, not per ranked row.
             sql = (
                 "SELECT x.id, x.role, x.text, x.tool_text, x.created_at,"
-                f" ts_rank(x.tsv, q.q, {_RANK_NORMALIZATION}) AS rank, x.sid"
+                f" ts_rank(x.tsv, q.q, {_RANK_NORMALIZATION}) AS rank, x.session_id"
                 f" FROM (SELECT {built.stem[0]} AS q OFFSET 0) q, message_search x"
                 " WHERE x.tsv @@ q.q AND x.namespace = %s ORDER BY rank DESC, x.seq DESC LIMIT %s"
             )
             rows = await self._fetchall(sql, [*built.stem[1], namespace, limit], prepare=True)
-            return await self._results(query, rows)
+            return self._results(query, rows)
         # Words and phrases are matched in message_search (x), prefixes in messages (m); every
-        # search row carries its namespace and sid, so only a session filter joins sessions.
+        # search row carries its namespace and session id, so nothing else is joined.
         rank_sql, params = built.rank("x", "m", _RANK_NORMALIZATION)
         match_sql, match_params = built.match("x", "m")
         source = "message_search x"
@@ -994,13 +995,13 @@ class PostgresStore:
         params += match_params
         where = f"{match_sql} AND x.namespace = %s"
         params.append(namespace)
-        if session_ids is not None:
-            source += " JOIN sessions s ON s.sid = x.sid"
-            where += " AND s.session_id = ANY(%s)"
+        if session_ids is not None:  # (namespace, session_id, seq) serves small sessions
+            where += " AND x.session_id = ANY(%s)"
             params.append(session_ids)
         params.append(limit)
         sql = (
-            f"SELECT x.id, x.role, x.text, x.tool_text, x.created_at, {rank_sql} AS rank, x.sid"
+            f"SELECT x.id, x.role, x.text, x.tool_text, x.created_at, {rank_sql} AS rank,"
+            " x.session_id"
             f" FROM {source} WHERE {where} ORDER BY rank DESC, x.seq DESC LIMIT %s"
         )
         # prepare=False: psycopg prepares a statement text after 5 executions and the server
@@ -1008,13 +1009,11 @@ class PostgresStore:
         # a word in half of 100,000 messages went from a 90 ms (parallel) sequential scan to a
         # 270 ms bitmap scan. Planning with the actual tsquery costs ~0.1 ms.
         rows = await self._fetchall(sql, params, prepare=False)
-        return await self._results(query, rows)
+        return self._results(query, rows)
 
-    async def _results(self, query: ParsedQuery, rows: list[tuple[Any, ...]]) -> list[SearchResult]:
-        """Search rows (id, role, text, tool_text, created_at, rank, sid) → results with session
-        ids and snippets (made here, not with ts_headline: see .snippets)."""
-        names = await self._session_ids({r[6] for r in rows})
-        rows = [(*r[:6], names[r[6]]) for r in rows if r[6] in names]
+    def _results(self, query: ParsedQuery, rows: list[tuple[Any, ...]]) -> list[SearchResult]:
+        """Search rows (id, role, text, tool_text, created_at, rank, session id) → results with
+        snippets (made here, not with ts_headline: see .snippets)."""
         snippet_query = SnippetQuery.from_query(query)
         return [
             search_result(
@@ -1060,24 +1059,6 @@ class PostgresStore:
             frequencies = (listed, min(listed.values()) / 2)
         self._lexemes = (now, frequencies)
         return frequencies
-
-    async def _session_ids(self, sids: set[int]) -> dict[int, str]:
-        """Session ids of ``sids`` (a search page), from a process-wide cache filled on demand.
-
-        A ``sid`` is an identity value: never reused, and its session never changes id or
-        namespace, so a cached entry can only be stale in naming a session that was deleted —
-        and then no message refers to it any more. A sid missing from the answer (deleted
-        between the search and this lookup) is left out; its hits are dropped."""
-        cache = self._sid_cache
-        missing = [sid for sid in sids if sid not in cache]
-        if missing:
-            rows = await self._fetchall(
-                "SELECT sid, session_id FROM sessions WHERE sid = ANY(%s)", (missing,)
-            )
-            if len(cache) + len(rows) > _SID_CACHE_SIZE:
-                cache.clear()
-            cache.update((r[0], r[1]) for r in rows)
-        return {sid: cache[sid] for sid in sids if sid in cache}
 
     # ---- compaction overlays -----------------------------------------------------------------
     async def add_compaction(
