@@ -40,9 +40,9 @@ The same shape as the SQLite backend: ``sessions`` (registry row + ``leaf_seq`` 
 ``message_count``), ``messages`` (``seq`` identity, ``parent_seq``, ``UNIQUE(sid, id)``, content
 as TEXT JSON, ``tokens``, ``nbytes``, ``created_at``, ``namespace``, the as-typed prefix vector),
 ``message_search`` (one row per message, written in the same statement and deleted with it: what
-a word search reads and returns — namespace, sid, id, role, time, indexed text, stemmed vector),
-``compactions``, ``blocks``/``entries`` keyed by (namespace, scope, label[, key]) with scope
-``''`` for namespace-wide, ``prompts``, ``skill_states``. Paths are recursive CTEs over
+a word search reads and returns — namespace, session id, id, role, time, indexed text, stemmed
+vector), ``compactions``, ``blocks``/``entries`` keyed by (namespace, scope, label[, key]) with
+scope ``''`` for namespace-wide, ``prompts``, ``skill_states``. Paths are recursive CTEs over
 ``parent_seq`` (no depth limit).
 
 Search: see :mod:`.fts` — a Porter-stemmed tsvector (words, phrases, ranking) in
