@@ -187,3 +187,47 @@ async def test_store_search_across_sessions_of_a_namespace(store: Store) -> None
     assert [r.session_id for r in only_b] == ["b"]
     assert await store.search("ns", q, session_ids=[]) == []
     assert await store.search("nobody", q) == []
+
+
+async def test_snippets_are_the_same_on_every_backend(store: Store) -> None:
+    """A 16-word window around the best hits, starting a sentence when it can, matches in
+    brackets, … where the text is cut (SQLite's FTS5 snippet; PostgreSQL makes the same)."""
+    s = Session.create(store, "snippets")
+    long = (
+        "We met on Monday to plan the week and everyone had coffee before the call. "
+        "The deployment of the billing service failed at noon because a migration locked "
+        "the accounts table for nine minutes, and nobody noticed until the dashboards went red."
+    )
+    await s.append_message(text_msg("m1", long))
+    await s.append_message(
+        {
+            "id": "m2",
+            "role": "assistant",
+            "parts": [
+                {
+                    "type": "tool-call",
+                    "toolCallId": "c1",
+                    "toolName": "shell",
+                    "state": "output-available",
+                    "input": {"cmd": "kubectl rollout undo deployment/billing"},
+                    "output": "rolled back",
+                }
+            ],
+        }
+    )
+    [hit] = await s.search("migration")
+    assert hit.snippet == (
+        "…The deployment of the billing service failed at noon because a [migration] locked"
+        " the accounts table…"
+    )
+    [hit] = await s.search('"billing service"')
+    assert hit.snippet == (
+        "…The deployment of the [billing service] failed at noon because a migration locked"
+        " the accounts table…"
+    )
+    hits = await s.search("rollout")
+    assert [h.message_id for h in hits] == ["m2"] and "[rollout]" in hits[0].snippet
+    [hit] = await s.search("coffee")
+    assert hit.snippet == (
+        "We met on Monday to plan the week and everyone had [coffee] before the call. The…"
+    )
