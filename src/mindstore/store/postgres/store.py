@@ -967,32 +967,35 @@ class PostgresStore:
         built = search_sql(query)
         if built is None:
             return []
-        if (
+        # Words and phrases are matched in message_search (x), prefixes in messages (m); every
+        # search row carries its namespace and session id, so nothing else is joined.
+        prepared = (
             session_ids is None
             and built.stem is not None
             and built.prefix is None
             and await self._selective(query)
-        ):
+        )
+        if prepared:
             # A selective namespace-wide query (the usual one: a few rare words) runs as a
             # server-side prepared statement: its generic plan (GIN bitmap scan) is the right
             # plan, and parsing and planning (~0.2 ms, as long as running it) are skipped. The
             # tsquery is computed once in a fenced subquery, not per ranked row.
-            sql = (
-                "SELECT x.id, x.role, x.text, x.tool_text, x.created_at,"
-                f" ts_rank(x.tsv, q.q, {_RANK_NORMALIZATION}) AS rank, x.session_id"
-                f" FROM (SELECT {built.stem[0]} AS q OFFSET 0) q, message_search x"
-                " WHERE x.tsv @@ q.q AND x.namespace = %s ORDER BY rank DESC, x.seq DESC LIMIT %s"
-            )
-            rows = await self._fetchall(sql, [*built.stem[1], namespace, limit], prepare=True)
-            return self._results(query, rows)
-        # Words and phrases are matched in message_search (x), prefixes in messages (m); every
-        # search row carries its namespace and session id, so nothing else is joined.
-        rank_sql, params = built.rank("x", "m", _RANK_NORMALIZATION)
-        match_sql, match_params = built.match("x", "m")
-        source = "message_search x"
-        if built.prefix is not None:
-            source += " JOIN messages m ON m.seq = x.seq"
-        params += match_params
+            assert built.stem is not None
+            source = f"(SELECT {built.stem[0]} AS q OFFSET 0) q, message_search x"
+            rank_sql = f"ts_rank(x.tsv, q.q, {_RANK_NORMALIZATION})"
+            match_sql, params = "x.tsv @@ q.q", list(built.stem[1])
+        else:
+            # Otherwise the tsqueries are inlined, unprepared: psycopg prepares a statement text
+            # after 5 executions and the server then switches to a generic plan that cannot
+            # see the tsquery's selectivity (a Param): a word in half of 100,000 messages went
+            # from a 90 ms (parallel) sequential scan to a 270 ms bitmap scan. Planning with
+            # the actual tsquery costs ~0.1 ms.
+            source = "message_search x"
+            if built.prefix is not None:
+                source += " JOIN messages m ON m.seq = x.seq"
+            rank_sql, params = built.rank("x", "m", _RANK_NORMALIZATION)
+            match_sql, match_params = built.match("x", "m")
+            params += match_params
         where = f"{match_sql} AND x.namespace = %s"
         params.append(namespace)
         if session_ids is not None:  # (namespace, session_id, seq) serves small sessions
@@ -1001,14 +1004,9 @@ class PostgresStore:
         params.append(limit)
         sql = (
             f"SELECT x.id, x.role, x.text, x.tool_text, x.created_at, {rank_sql} AS rank,"
-            " x.session_id"
-            f" FROM {source} WHERE {where} ORDER BY rank DESC, x.seq DESC LIMIT %s"
+            f" x.session_id FROM {source} WHERE {where} ORDER BY rank DESC, x.seq DESC LIMIT %s"
         )
-        # prepare=False: psycopg prepares a statement text after 5 executions and the server
-        # then switches to a generic plan that cannot see the tsquery's selectivity (a Param):
-        # a word in half of 100,000 messages went from a 90 ms (parallel) sequential scan to a
-        # 270 ms bitmap scan. Planning with the actual tsquery costs ~0.1 ms.
-        rows = await self._fetchall(sql, params, prepare=False)
+        rows = await self._fetchall(sql, params, prepare=prepared)
         return self._results(query, rows)
 
     def _results(self, query: ParsedQuery, rows: list[tuple[Any, ...]]) -> list[SearchResult]:
