@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import multiprocessing
 import os
@@ -39,6 +40,7 @@ import statistics
 import sys
 import time
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 import psycopg
@@ -93,6 +95,23 @@ ROWS: list[tuple[str, str, str, str, str]] = []
 def row(workload: str, ours: str, base: str, r: str, target: str) -> None:
     ROWS.append((workload, ours, base, r, target))
     print(f"  {workload}: mindstore {ours} | baseline {base} | {r} (target {target})", flush=True)
+
+
+@contextlib.asynccontextmanager
+async def store_and_plain(
+    schema: str, settings: dict[str, str] | None = None
+) -> AsyncIterator[tuple[PostgresStore, psycopg.AsyncConnection[tuple[Any, ...]]]]:
+    """A PostgresStore and a plain psycopg connection on the same schema and settings."""
+    store = await PostgresStore.open(URL, schema=schema, min_size=1, max_size=1, settings=settings)
+    conn = await psycopg.AsyncConnection.connect(URL, autocommit=True)
+    try:
+        await conn.execute(pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(schema)))
+        for name, value in (settings or {}).items():
+            await conn.execute("SELECT set_config(%s, %s, false)", (name, value))
+        yield store, conn
+    finally:
+        await conn.close()
+        await store.aclose()
 
 
 # ---- 1. multi-process scaling ------------------------------------------------------------------
@@ -175,12 +194,7 @@ async def plain_appends(conn: Any, session: str, msgs: list[dict[str, Any]]) -> 
 
 
 async def bench_appends(schema: str, n: int, label: str, settings: dict[str, str]) -> None:
-    store = await PostgresStore.open(URL, schema=schema, min_size=1, max_size=1, settings=settings)
-    conn = await psycopg.AsyncConnection.connect(URL, autocommit=True)
-    try:
-        await conn.execute(pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(schema)))
-        for name, value in settings.items():
-            await conn.execute("SELECT set_config(%s, %s, false)", (name, value))
+    async with store_and_plain(schema, settings) as (store, conn):
         ours: list[float] = []
         base: list[float] = []
         for rnd in range(5):  # interleaved rounds: both sides see the same machine load
@@ -199,17 +213,11 @@ async def bench_appends(schema: str, n: int, label: str, settings: dict[str, str
             ratio(o, b) + " time",
             "<= 1.5x",
         )
-    finally:
-        await conn.close()
-        await store.aclose()
 
 
 # ---- 3. history read -----------------------------------------------------------------------------
 async def bench_history(schema: str, n: int) -> None:
-    store = await PostgresStore.open(URL, schema=schema, min_size=1, max_size=1)
-    conn = await psycopg.AsyncConnection.connect(URL, autocommit=True)
-    try:
-        await conn.execute(pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(schema)))
+    async with store_and_plain(schema) as (store, conn):
         s = Session.create(store, "history")
         msgs = [make_message(i) for i in range(n)]
         for start in range(0, n, 1000):
@@ -245,17 +253,11 @@ async def bench_history(schema: str, n: int) -> None:
             ratio(o, b),
             "<= 1.5x",
         )
-    finally:
-        await conn.close()
-        await store.aclose()
 
 
 # ---- 4. search -----------------------------------------------------------------------------------
 async def bench_search(schema: str, n: int) -> None:
-    store = await PostgresStore.open(URL, schema=schema, min_size=1, max_size=1)
-    conn = await psycopg.AsyncConnection.connect(URL, autocommit=True)
-    try:
-        await conn.execute(pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(schema)))
+    async with store_and_plain(schema) as (store, conn):
         await conn.execute(
             "CREATE TABLE plain_search (seq bigint PRIMARY KEY, body text, tsv tsvector)"
         )
@@ -354,9 +356,6 @@ async def bench_search(schema: str, n: int) -> None:
             "(same output)",
         )
         assert hits > 0
-    finally:
-        await conn.close()
-        await store.aclose()
 
 
 async def migrate(schema: str) -> None:
