@@ -1,6 +1,6 @@
 """PostgreSQL schema migrations applied to an existing, populated schema (written by an older
-version): m005 (namespace on messages) and m006 (the message_search table) must carry every
-message over — history, search by word, phrase and prefix, updates and deletes afterwards."""
+version): m005 (the message_search table) must carry every message over — history, search by
+word, phrase and prefix, updates and deletes afterwards."""
 
 from __future__ import annotations
 

@@ -181,18 +181,6 @@ m004_entries: Final = [
     "CREATE INDEX entries_search_prefix ON entries USING gin (tsv_prefix) WITH (fastupdate = off)",
 ]
 
-# Why: a namespace-wide search filtered the matches by joining ``sessions`` on every search —
-# planning the join and hashing the namespace's sessions cost as much as the whole ranked
-# tsvector query (0.3 ms at 100 sessions, growing with the session count). Each message now
-# carries its session's namespace (sessions never change namespace), so the search reads one
-# table. Existing rows are filled from ``sessions`` — on a large store this rewrites the messages
-# table once, inside the migration transaction.
-m005_message_namespace: Final = [
-    "ALTER TABLE messages ADD COLUMN namespace text",
-    "UPDATE messages m SET namespace = s.namespace FROM sessions s WHERE s.sid = m.sid",
-    "ALTER TABLE messages ALTER COLUMN namespace SET NOT NULL",
-]
-
 # Why: with the stemmed vector and the indexed text in ``messages`` (1.3 KB a row), a search
 # read wide rows: matches of a common word touch most pages, and on a default server (128 MB of
 # shared buffers) 100,000 messages plus their indexes no longer fit, so even a rare word's few
@@ -201,10 +189,12 @@ m005_message_namespace: Final = [
 # search reads and returns — namespace, session id (so a result page needs no lookup), ids,
 # role, time, the indexed text and ``tsv`` — written with the message (same statement) and
 # deleted with it (cascade); ``messages`` keeps the tree, the content and ``tsv_prefix`` (prefix
-# terms). ``(namespace, session_id, seq)`` serves searches scoped to sessions.
+# terms). Carrying the namespace and session id also spares every search a join with
+# ``sessions`` (planning it and hashing the namespace's sessions cost ~0.3 ms, growing with the
+# session count). ``(namespace, session_id, seq)`` serves searches scoped to sessions.
 # Existing rows are copied; the dropped columns' space is reclaimed as rows are rewritten (or by
 # VACUUM FULL).
-m006_message_search_table: Final = [
+m005_message_search_table: Final = [
     """
     CREATE TABLE message_search (
         seq bigint PRIMARY KEY REFERENCES messages (seq) ON DELETE CASCADE,
@@ -218,7 +208,7 @@ m006_message_search_table: Final = [
         tsv tsvector NOT NULL
     )
     """,
-    "INSERT INTO message_search SELECT m.seq, m.namespace, s.session_id, m.id, m.role,"
+    "INSERT INTO message_search SELECT m.seq, s.namespace, s.session_id, m.id, m.role,"
     " m.created_at, m.text, m.tool_text, m.tsv FROM messages m JOIN sessions s ON s.sid = m.sid",
     "CREATE INDEX message_search_tsv ON message_search USING gin (tsv) WITH (fastupdate = off)",
     "CREATE INDEX message_search_by_session ON message_search (namespace, session_id, seq)",
@@ -231,8 +221,7 @@ MIGRATIONS: Final[list[tuple[int, str, list[str]]]] = [
     (2, "m002_message_search", m002_message_search),
     (3, "m003_context_state", m003_context_state),
     (4, "m004_entries", m004_entries),
-    (5, "m005_message_namespace", m005_message_namespace),
-    (6, "m006_message_search_table", m006_message_search_table),
+    (5, "m005_message_search_table", m005_message_search_table),
 ]
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]

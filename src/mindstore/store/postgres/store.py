@@ -38,7 +38,7 @@ Schema (see :mod:`.migrations`)
 
 The same shape as the SQLite backend: ``sessions`` (registry row + ``leaf_seq`` pointer +
 ``message_count``), ``messages`` (``seq`` identity, ``parent_seq``, ``UNIQUE(sid, id)``, content
-as TEXT JSON, ``tokens``, ``nbytes``, ``created_at``, ``namespace``, the as-typed prefix vector),
+as TEXT JSON, ``tokens``, ``nbytes``, ``created_at``, the as-typed prefix vector),
 ``message_search`` (one row per message, written in the same statement and deleted with it: what
 a word search reads and returns — namespace, session id, id, role, time, indexed text, stemmed
 vector), ``compactions``, ``blocks``/``entries`` keyed by (namespace, scope, label[, key]) with
@@ -207,8 +207,8 @@ _LOCK_SESSION_SQL = (
 # row exists.)
 _INSERT_ONE_SQL = (
     "WITH ins AS ("
-    " INSERT INTO messages (sid, namespace, id, parent_seq, role, content, tokens, nbytes,"
-    " tsv_prefix) VALUES (%(sid)s, %(ns)s, %(id)s, %(parent)s, %(role)s, %(content)s,"
+    " INSERT INTO messages (sid, id, parent_seq, role, content, tokens, nbytes, tsv_prefix)"
+    " VALUES (%(sid)s, %(id)s, %(parent)s, %(role)s, %(content)s,"
     " %(tokens)s, %(nbytes)s, " + _MESSAGE_TSV_PREFIX + ")"
     " ON CONFLICT (sid, id) DO NOTHING RETURNING seq, created_at"
     "), indexed AS ("
@@ -227,8 +227,8 @@ _INSERT_MANY_SQL = (
     ") WITH ORDINALITY AS u(seq, id, parent, role, content, tokens, nbytes, text, tool, itext,"
     " itool, ord)"
     "), ins AS ("
-    " INSERT INTO messages (seq, sid, namespace, id, parent_seq, role, content, tokens, nbytes,"
-    " tsv_prefix) SELECT u.seq, %(sid)s, %(ns)s, u.id, u.parent, u.role, u.content, u.tokens,"
+    " INSERT INTO messages (seq, sid, id, parent_seq, role, content, tokens, nbytes,"
+    " tsv_prefix) SELECT u.seq, %(sid)s, u.id, u.parent, u.role, u.content, u.tokens,"
     " u.nbytes, "
     + tsvector_sql("u.itext", "u.itool", "simple")
     + " FROM u ORDER BY u.ord RETURNING seq, created_at"
