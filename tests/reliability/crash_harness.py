@@ -86,19 +86,27 @@ def _run_writer(
 
     t = threading.Thread(target=reader, daemon=True)
     t.start()
-    if not ready.wait(30):
-        proc.kill()
+    try:
+        if not ready.wait(30):
+            proc.kill()
+            proc.wait()
+            err = proc.stderr.read().decode() if proc.stderr else ""
+            raise RuntimeError(f"crash writer did not start: {err[-2000:]}")
+        threading.Event().wait(kill_after)
+        os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-        err = proc.stderr.read().decode() if proc.stderr else ""
-        raise RuntimeError(f"crash writer did not start: {err[-2000:]}")
-    threading.Event().wait(kill_after)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    t.join(10)
-    if proc.stderr is not None:
-        proc.stderr.close()
-    if proc.stdout is not None:
-        proc.stdout.close()
+        t.join(10)
+    finally:
+        # Every path (a writer that never started included) closes the pipes and reaps the
+        # process: a leak here is a ResourceWarning, an error under filterwarnings=error.
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        t.join(10)
+        if proc.stderr is not None:
+            proc.stderr.close()
+        if proc.stdout is not None:
+            proc.stdout.close()
     return lines
 
 

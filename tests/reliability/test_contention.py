@@ -39,10 +39,17 @@ def run_workers(backend: str, target: str) -> list[dict[str, Any]]:
         for w in range(WORKERS)
     ]
     results = []
-    for p in procs:
-        out, err = p.communicate(timeout=SECONDS + 120)
-        assert p.returncode == 0, err.decode()[-3000:]
-        results.append(json.loads(out.decode().strip().splitlines()[-1]))
+    try:
+        for p in procs:
+            out, err = p.communicate(timeout=SECONDS + 120)
+            assert p.returncode == 0, err.decode()[-3000:]
+            results.append(json.loads(out.decode().strip().splitlines()[-1]))
+    finally:
+        # A failed worker must not leave the others running with open pipes.
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.communicate()
     return results
 
 

@@ -108,29 +108,40 @@ class Harness:
     """A store living in its own event loop, shared by every example of one test."""
 
     def __init__(self, backend: str, tmp: Path) -> None:
-        self.loop = asyncio.new_event_loop()
+        # Decide to skip before anything needs closing: a loop created first and left open by
+        # the skip leaks its self-pipe sockets, which filterwarnings=error turns into an error
+        # in whichever later test collects them.
+        url = postgres_url_or_skip() if backend == "postgres" else ""
         self.backend = backend
         self.token: tuple[str, str] | None = None
-        if backend == "sqlite":
-            from mindstore.store.sqlite import SQLiteStore
+        self.loop = asyncio.new_event_loop()
+        try:
+            if backend == "sqlite":
+                from mindstore.store.sqlite import SQLiteStore
 
-            self.store: Any = SQLiteStore(tmp / "model.db")
-        else:
-            from mindstore.store.postgres import PostgresStore
+                self.store: Any = SQLiteStore(tmp / "model.db")
+            else:
+                from mindstore.store.postgres import PostgresStore
 
-            url = postgres_url_or_skip()
-            schema = new_schema_name()
-            self.token = (url, schema)
-            self.store = self.run(PostgresStore.open(url, schema=schema, min_size=1, max_size=2))
+                schema = new_schema_name()
+                self.token = (url, schema)
+                self.store = self.run(
+                    PostgresStore.open(url, schema=schema, min_size=1, max_size=2)
+                )
+        except BaseException:
+            self.loop.close()
+            raise
 
     def run(self, coro: Any) -> Any:
         return self.loop.run_until_complete(coro)
 
     def close(self) -> None:
-        self.run(self.store.aclose())
-        if self.token is not None:
-            self.run(drop_schema(*self.token))
-        self.loop.close()
+        try:
+            self.run(self.store.aclose())
+            if self.token is not None:
+                self.run(drop_schema(*self.token))
+        finally:
+            self.loop.close()
 
 
 HARNESS: Harness | None = None
