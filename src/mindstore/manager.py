@@ -24,11 +24,13 @@ Design and invariants:
   materialised; supersession preserved among the copied ones; reverted overlays are not
   copied) and the loaded-skill state. Context blocks are not copied (namespace-scoped blocks
   are shared anyway). The copied messages get new ``created_at``/``seq`` values. The fork is
-  several store calls; if one fails, the half-made fork is deleted again and the source is
-  never written.
+  one store transaction (:meth:`Store.transaction`): it appears whole or not at all, and the
+  source is never written.
 * **Split** (:meth:`SessionManager.compact_and_split`) seeds the new session with one **user**
   message ``[Context from previous session]\\n\\n<summary>``: model APIs (Anthropic) require a
-  conversation to start with a user turn, so a user-role seed converts to every format.
+  conversation to start with a user turn, so a user-role seed converts to every format. It is
+  one store transaction holding the old session's lock: concurrent or retried splits of one
+  session make exactly one continuation; the others raise ``ConflictError`` (already ended).
 """
 
 from __future__ import annotations
@@ -356,7 +358,8 @@ class SessionManager:
         Message ids, parent links and the compaction overlays lying within the copied path are
         preserved (overlays stay overlays). The source session is not modified. The new
         session's ``parent_session_id`` is the source, and its metadata (a copy of the
-        source's) gains ``forked_from: {session_id, message_id}``.
+        source's) gains ``forked_from: {session_id, message_id}``. One store transaction:
+        the fork appears whole or not at all (a killed process leaves no partial fork).
 
         Raises:
             SessionNotFoundError: no such session in this namespace.
@@ -365,24 +368,25 @@ class SessionManager:
         _check_optional_str(name, "name")
         validate_id(at_message_id, "at_message_id")
         src = self._key(session_id)
-        info = await self._require(src)
-        path = await self._store.path(src, at_message_id)
-        if not path:  # pragma: no cover - path() raises for unknown ids
-            raise MessageNotFoundError(f"message {at_message_id!r} not found in {session_id!r}")
-        compactions = await self._store.get_compactions(src)
-        skills = await self._store.get_skill_states(src)
-        metadata: dict[str, Any] = dict(info.metadata or {}) if info is not None else {}
-        metadata["forked_from"] = {"session_id": session_id, "message_id": at_message_id}
         dst = self._key(_new_session_id())
-        await self._store.create_session(
-            dst,
-            name=name,
-            parent_session_id=session_id,
-            model=info.model if info is not None else None,
-            source=info.source if info is not None else None,
-            metadata=metadata,
-        )
-        try:
+        # The source's row is locked so path, overlays and skill state are read as one state.
+        async with self._store.transaction(lock=[src]):
+            info = await self._require(src)
+            path = await self._store.path(src, at_message_id)
+            if not path:  # pragma: no cover - path() raises for unknown ids
+                raise MessageNotFoundError(f"message {at_message_id!r} not found in {session_id!r}")
+            compactions = await self._store.get_compactions(src)
+            skills = await self._store.get_skill_states(src)
+            metadata: dict[str, Any] = dict(info.metadata or {})
+            metadata["forked_from"] = {"session_id": session_id, "message_id": at_message_id}
+            await self._store.create_session(
+                dst,
+                name=name,
+                parent_session_id=session_id,
+                model=info.model,
+                source=info.source,
+                metadata=metadata,
+            )
             items = [
                 NewMessage(
                     message=row.message,
@@ -419,9 +423,6 @@ class SessionManager:
                 if not state.loaded:
                     await self._store.set_skill_loaded(dst, state.label, state.key, False)
             created = await self._store.get_session(dst)
-        except BaseException:
-            await self._store.delete_session(dst)
-            raise
         assert created is not None
         return created
 
@@ -434,44 +435,55 @@ class SessionManager:
         (unless ``name`` is given), model, source and metadata, ``parent_session_id`` = the old
         id, and one user message ``[Context from previous session]\\n\\n<summary>``.
 
+        One store transaction that first locks the old session: ending it, creating the
+        continuation and seeding it happen together or not at all, and concurrent splits of one
+        session make exactly one continuation — the others (and a retry after a split whose
+        answer was lost) find the session ended and raise :class:`ConflictError`.
+
         Raises:
             SessionNotFoundError: no such session in this namespace.
-            ConflictError: the session has already ended (e.g. it was split before).
+            ConflictError: the session has already ended (e.g. it was split before): nothing
+                was written; continue in the session that continued it.
             ValueError: ``summary`` is empty.
         """
         if not isinstance(summary, str) or not summary.strip():
             raise ValueError("summary must be a non-empty string")
         _check_optional_str(name, "name")
         old_key = self._key(session_id)
-        old = await self._require(old_key)
-        if old.end_reason is not None:
-            raise ConflictError(
-                f"session {session_id!r} already ended ({old.end_reason}); "
-                "split the session that continued it instead"
-            )
         new_key = self._key(_new_session_id())
-        await self._store.create_session(
-            new_key,
-            name=name if name is not None else old.name,
-            parent_session_id=session_id,
-            model=old.model,
-            source=old.source,
-            metadata=old.metadata,
-        )
-        try:
-            seed = {
+        session = self.session(new_key.session_id)
+        seed = session._prepare_message(
+            {
                 "role": "user",
                 "parts": [{"type": "text", "text": f"{SPLIT_CONTEXT_PREFIX}\n\n{summary}"}],
                 "metadata": {"split_from": session_id},
             }
-            await self.session(new_key.session_id).append_message(seed)
-            await self._store.update_session(old_key, end_reason="compaction")
-            created = await self._store.get_session(new_key)
+        )
+        item = NewMessage(message=seed, parent=None, tokens=session.count_message_tokens([seed]))
+        try:
+            async with self._store.transaction(lock=[old_key]):
+                old = await self._require(old_key)
+                if old.end_reason is not None:
+                    raise ConflictError(
+                        f"session {session_id!r} already ended ({old.end_reason}); "
+                        "split the session that continued it instead"
+                    )
+                await self._store.create_session(
+                    new_key,
+                    name=name if name is not None else old.name,
+                    parent_session_id=session_id,
+                    model=old.model,
+                    source=old.source,
+                    metadata=old.metadata,
+                )
+                await self._store.append(new_key, [item], expected_leaf=None)
+                await self._store.update_session(old_key, end_reason="compaction")
+                created = await self._store.get_session(new_key)
         except BaseException:
-            await self._store.delete_session(new_key)
             self._sessions.pop(new_key.session_id, None)
             raise
         assert created is not None
+        await session._after_append(seed)
         return created
 
     # ---- usage -----------------------------------------------------------------------------

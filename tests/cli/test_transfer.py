@@ -57,7 +57,7 @@ def test_round_trip_into_an_empty_store_is_identical(run: Invoke, db: Path, tmp_
     first = tmp_path / "first.jsonl"
     assert run("--db", db, "export", "chat", "-o", first).exit_code == 0
     fresh = tmp_path / "fresh.db"
-    imported = run("--db", fresh, "import", first)
+    imported = run("--db", fresh, "import", first, "--namespace-blocks")
     assert imported.exit_code == 0, imported.output
     assert "imported 'chat'" in imported.stderr
     second = tmp_path / "second.jsonl"
@@ -82,7 +82,17 @@ def test_round_trip_into_an_empty_store_is_identical(run: Invoke, db: Path, tmp_
 def test_import_from_stdin_under_another_id_and_namespace(run: Invoke, db: Path) -> None:
     text = export_text(run, db)
     result = run(
-        "--db", db, "--namespace", "copy", "import", "-", "--session", "chat2", "--json", input=text
+        "--db",
+        db,
+        "--namespace",
+        "copy",
+        "import",
+        "-",
+        "--session",
+        "chat2",
+        "--namespace-blocks",
+        "--json",
+        input=text,
     )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == {
@@ -103,14 +113,14 @@ def test_import_from_stdin_under_another_id_and_namespace(run: Invoke, db: Path)
 
 def test_import_into_an_existing_session_is_refused(run: Invoke, db: Path) -> None:
     text = export_text(run, db)
-    result = run("--db", db, "import", "-", input=text)
+    result = run("--db", db, "import", "-", "--namespace-blocks", input=text)
     assert result.exit_code == 1
     assert "already exists" in result.stderr and "--session" in result.stderr
 
 
 def test_conflicting_namespace_block_is_refused_and_nothing_written(run: Invoke, db: Path) -> None:
     text = export_text(run, db).replace("Name: Ada", "Name: Grace")
-    result = run("--db", db, "import", "-", "--session", "fresh", input=text)
+    result = run("--db", db, "import", "-", "--session", "fresh", "--namespace-blocks", input=text)
     assert result.exit_code == 1 and "profile" in result.stderr
     assert run("--db", db, "history", "fresh").exit_code == 1
 

@@ -36,7 +36,7 @@ from mindstore.store.base import SessionKey, Store
 from mindstore.tokens import estimate_string_tokens
 
 from .render import TreeNode, build_tree, flatten_tree, message_preview, shorten, to_jsonable
-from .transfer import export_lines, import_data, parse_export, read_export
+from .transfer import export_lines, import_data, parse_export, read_export, scope_import
 
 __all__ = ["cli", "main"]
 
@@ -653,12 +653,21 @@ def _write_with_progress(fh: IO[str], records: list[dict[str, Any]]) -> None:
 @click.option(
     "--session", "session_id", default=None, metavar="ID", help="Import under this session id."
 )
+@click.option(
+    "--namespace-blocks/--skip-namespace-blocks",
+    "namespace_blocks",
+    default=None,
+    help="Import the file's namespace-wide blocks (shared by every session of the namespace), "
+    "or leave them out. A file that has some is refused without one of the two.",
+)
 @json_option
-def import_(file: str, session_id: str | None) -> None:
+def import_(file: str, session_id: str | None, namespace_blocks: bool | None) -> None:
     """Import a session exported with `mindstore export` (FILE, or - for standard input).
 
     The whole file is validated first: a malformed line is reported as `line N: …` and
-    nothing is imported. The session must not exist yet.
+    nothing is imported. The session must not exist yet. The file does not choose where it
+    lands: a namespace other than the default needs --namespace, and namespace-wide blocks
+    need --namespace-blocks (or --skip-namespace-blocks).
     """
     env = _env()
     out = Out()
@@ -686,6 +695,7 @@ def import_(file: str, session_id: str | None) -> None:
             stream.close()
 
     namespace = env.namespace if env.namespace_given else None
+    data = scope_import(data, namespace=namespace, namespace_blocks=namespace_blocks)
 
     async def go() -> SessionKey:
         async with opened(env, create=True) as store:

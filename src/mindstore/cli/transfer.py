@@ -26,14 +26,16 @@ block label, not to a session). Everything else round-trips: export → import i
 → export gives an identical file.
 
 Import validates the whole file before writing anything; the first problem is reported as
-``line N: <what>``. The session must not exist yet in the target namespace.
+``line N: <what>``. The session must not exist yet in the target namespace. The import is one
+store transaction (all or nothing, nothing of anyone else's ever undone); an export reads one
+snapshot (one read-only transaction).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mindstore.errors import ConflictError, InvalidMessageError, MindstoreError
@@ -45,10 +47,12 @@ __all__ = [
     "VERSION",
     "ExportData",
     "ExportFormatError",
+    "ImportScopeError",
     "export_lines",
     "import_data",
     "parse_export",
     "read_export",
+    "scope_import",
 ]
 
 FORMAT = "mindstore-export"
@@ -81,13 +85,19 @@ def _dumps(obj: Any) -> str:
 
 
 async def read_export(store: Store, key: SessionKey) -> list[dict[str, Any]]:
-    """Every record of the session's export, header first (see the module docstring)."""
-    info = await store.get_session(key)
-    rows = await store.all_messages(key)
-    comps = await store.get_compactions(key)
-    blocks = await store.list_blocks(key.namespace, key.session_id)
-    skills = await store.get_skill_states(key)
-    prompt = await store.get_prompt(key)
+    """Every record of the session's export, header first (see the module docstring).
+
+    Everything is read in one read-only transaction — one snapshot — so a session written to
+    meanwhile (appends, compactions, deletes) exports as it was at one instant: every overlay
+    and skill record names messages that are in the file.
+    """
+    async with store.transaction(readonly=True):
+        info = await store.get_session(key)
+        rows = await store.all_messages(key)
+        comps = await store.get_compactions(key)
+        blocks = await store.list_blocks(key.namespace, key.session_id)
+        skills = await store.get_skill_states(key)
+        prompt = await store.get_prompt(key)
 
     refs = {c.id: i for i, c in enumerate(comps, start=1)}
     skill_records = []
@@ -387,6 +397,55 @@ def _parse_compaction(
     data.compactions.append(rec)
 
 
+# ---- import: where an untrusted file may land -------------------------------------------------
+
+DEFAULT_NAMESPACE = "default"
+
+
+class ImportScopeError(MindstoreError, ValueError):
+    """The file asks for more than its holder allowed: another namespace than the default, or
+    namespace-scoped blocks. Nothing was imported; the message names the flag to pass."""
+
+
+def scope_import(
+    data: ExportData, *, namespace: str | None, namespace_blocks: bool | None
+) -> ExportData:
+    """Apply the import policy for a file that may come from anywhere.
+
+    An export file names its namespace and may carry namespace-scoped blocks, which enter the
+    system prompt of *every* session of that namespace. Neither is taken on the file's word:
+
+    * ``namespace`` — the namespace the caller chose explicitly (``--namespace``), or None.
+      Without one, only a file naming the default namespace is imported (into it); any other
+      name is refused, so a file cannot pick an existing tenant's namespace.
+    * ``namespace_blocks`` — True: import them (``--namespace-blocks``); False: leave them out
+      (``--skip-namespace-blocks``); None (no choice made): refused when the file has any.
+
+    Returns the data to import (without namespace blocks when skipped).
+
+    Raises:
+        ImportScopeError: what the file asks for and the flag that allows it.
+    """
+    if namespace is None and data.namespace != DEFAULT_NAMESPACE:
+        raise ImportScopeError(
+            f"the file names namespace {data.namespace!r}; an import goes into another "
+            "namespace than the default only when you name it: pass "
+            f"--namespace {data.namespace} (or --namespace NAME for another one)"
+        )
+    shared = [b for b in data.blocks if b["scope"] == "namespace"]
+    if not shared or namespace_blocks is True:
+        return data
+    if namespace_blocks is False:
+        return replace(data, blocks=[b for b in data.blocks if b["scope"] != "namespace"])
+    labels = ", ".join(repr(b["label"]) for b in shared)
+    target = namespace or data.namespace
+    raise ImportScopeError(
+        f"the file carries namespace-wide block(s) {labels}, which would enter the system "
+        f"prompt of every session in namespace {target!r}; pass --namespace-blocks to import "
+        "them or --skip-namespace-blocks to leave them out"
+    )
+
+
 # ---- import: write -------------------------------------------------------------------------
 
 
@@ -401,45 +460,70 @@ async def import_data(
 ) -> SessionKey:
     """Write a validated export into ``store`` (optionally under another namespace/session id).
 
+    The whole import is ONE store transaction (:meth:`Store.transaction`): it appears whole or
+    not at all — a failure, a lost connection or a killed process leaves nothing, and running
+    the import again then succeeds. It never deletes or changes rows it did not write: the
+    session is claimed first by creating its registry row, so a session that exists (or is
+    created concurrently by an application) makes the import fail with ConflictError and the
+    application's session is left exactly as it is. Namespace-scoped blocks are written only
+    where the namespace has no such block yet (or the same content).
+
     ``progress(n)`` is called with the number of messages written per batch.
 
     Raises:
         ConflictError: the target session already exists, or a namespace block of the same
             label holds different content. Nothing was written.
-        MindstoreError: a store failure while writing; what was written is removed again.
+        MindstoreError: a store failure while writing. Nothing was written.
     """
     key = SessionKey(
         namespace=namespace or data.namespace, session_id=session_id or data.session_id
     )
-    if await store.get_session(key) is not None or await store.latest_leaf(key) is not None:
-        raise ConflictError(
-            f"session {key.session_id!r} already exists in namespace {key.namespace!r}; "
-            "import it under another id with --session NEW_ID"
-        )
-    new_ns_blocks: list[ScopeKey] = []
-    for b in data.blocks:
-        if b["scope"] == "namespace":
-            sk = ScopeKey(namespace=key.namespace, session_id=None, label=b["label"])
-            existing = await store.get_block(sk)
-            if existing is not None and existing != b["content"]:
-                raise ConflictError(
-                    f"namespace block {b['label']!r} already exists in {key.namespace!r} with "
-                    "different content; nothing imported"
-                )
-            if existing is None:
-                new_ns_blocks.append(sk)
-    try:
+    exists = ConflictError(
+        f"session {key.session_id!r} already exists in namespace {key.namespace!r}; "
+        "import it under another id with --session NEW_ID"
+    )
+    async with store.transaction():
+        if await store.get_session(key) is not None or await store.latest_leaf(key) is not None:
+            raise exists
+        if data.session is not None or data.messages:
+            # The claim: on PostgreSQL a concurrent creator of the same session (an append, a
+            # create) waits for this transaction or makes this INSERT fail, never merges.
+            try:
+                await _claim(store, key, data.session or {})
+            except ConflictError:
+                raise exists from None
+        for b in data.blocks:
+            if b["scope"] == "namespace":
+                sk = ScopeKey(namespace=key.namespace, session_id=None, label=b["label"])
+                await store.update_block(sk, _put_if_absent(key.namespace, b))
         await _write(store, key, data, chunk, progress)
-    except BaseException:
-        # Best effort: leave the target as it was (it did not exist before).
-        try:
-            await store.delete_session(key)
-            for sk in new_ns_blocks:
-                await store.delete_block(sk)
-        except Exception:
-            pass
-        raise
     return key
+
+
+def _put_if_absent(namespace: str, block: dict[str, Any]) -> Callable[[str], str]:
+    """update_block function: write the block where there is none (or the same content)."""
+    content = str(block["content"])
+
+    def put(current: str) -> str:
+        if current not in ("", content):
+            raise ConflictError(
+                f"namespace block {block['label']!r} already exists in {namespace!r} with "
+                "different content; nothing imported"
+            )
+        return content
+
+    return put
+
+
+async def _claim(store: Store, key: SessionKey, s: dict[str, Any]) -> None:
+    await store.create_session(
+        key,
+        name=s.get("name"),
+        parent_session_id=s.get("parent_session_id"),
+        model=s.get("model"),
+        source=s.get("source"),
+        metadata=s.get("metadata"),
+    )
 
 
 async def _write(
@@ -451,14 +535,6 @@ async def _write(
 ) -> None:
     if data.session is not None:
         s = data.session
-        await store.create_session(
-            key,
-            name=s.get("name"),
-            parent_session_id=s.get("parent_session_id"),
-            model=s.get("model"),
-            source=s.get("source"),
-            metadata=s.get("metadata"),
-        )
         if s.get("input_tokens") or s.get("output_tokens") or s.get("estimated_cost"):
             await store.add_usage(
                 key,
@@ -513,10 +589,11 @@ async def _write(
             await store.revert_compaction(key, ids[c["ref"]])
 
     for b in data.blocks:
-        sid = key.session_id if b["scope"] == "session" else None
-        await store.set_block(
-            ScopeKey(namespace=key.namespace, session_id=sid, label=b["label"]), b["content"]
-        )
+        if b["scope"] == "session":  # namespace blocks: written by import_data, if absent
+            await store.set_block(
+                ScopeKey(namespace=key.namespace, session_id=key.session_id, label=b["label"]),
+                b["content"],
+            )
     for sk in data.skills:
         if sk["loaded"]:
             await store.set_skill_loaded(key, sk["label"], sk["key"], True)

@@ -3,7 +3,7 @@
 Any class that passes ``tests/contract`` is a valid backend. Stores only move rows: validation
 of messages, overlay application, token estimates, rendering and compaction planning live in pure
 modules and in :class:`mindstore.Session`. Each method is one transaction: it either happens
-whole or raises and changes nothing.
+whole or raises and changes nothing; :meth:`Store.transaction` groups several calls into one.
 
 Keys are composite and never concatenated: a conversation is ``SessionKey(namespace,
 session_id)``; a context block or keyed-entry collection is ``ScopeKey(namespace, session_id,
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Protocol, runtime_checkable
@@ -188,6 +189,25 @@ class Store(Protocol):
 
     # ---- lifecycle -------------------------------------------------------------------------
     async def aclose(self) -> None: ...
+
+    def transaction(
+        self, *, readonly: bool = False, lock: Sequence[SessionKey] = ()
+    ) -> AbstractAsyncContextManager[None]:
+        """``async with store.transaction():`` — the calls the current task makes on this store
+        inside the block are ONE transaction: they all commit when the block ends, or none
+        does (an exception, a lost connection or a killed process leaves nothing of the block).
+
+        Multi-step operations use it: import, fork, compact_and_split (writes) and export
+        (``readonly=True``: every read sees one snapshot; a write raises StoreError). Each
+        call inside stays atomic by itself (a call that raises undoes only its own writes; the
+        block decides). ``lock``: sessions whose registry rows are locked at the start, so a
+        check made inside the block (e.g. "this session has not ended") still holds at commit
+        — concurrent blocks locking the same session run one after the other. Blocks nest
+        (an inner block joins the outer one). Inside the block, await nothing but this
+        store's calls: an SQLite store has one connection, and another task's call made while
+        the block is suspended raises StoreError instead of joining it.
+        """
+        ...
 
     # ---- messages --------------------------------------------------------------------------
     async def append(

@@ -58,7 +58,9 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Self, TypeVar
 
@@ -202,6 +204,9 @@ _LOCK_SESSION_SQL = (
     "RETURNING sid, leaf_seq"
 )
 
+# transaction(lock=...): the registry row's lock, without creating a missing row.
+_LOCK_ROW_SQL = "SELECT 1 FROM sessions WHERE namespace = %s AND session_id = %s FOR UPDATE"
+
 # Insert one message with its search row and, if it was new, move the leaf pointer — one round
 # trip. (The search row's foreign key is checked at the end of the statement, when the message
 # row exists.)
@@ -338,6 +343,8 @@ class PostgresStore:
         self._closed = False
         self._retries = max(2, (pool.max_size or 1) + 1)
         self._lexemes: tuple[float, tuple[dict[str, float], float] | None] = (-math.inf, None)
+        # The connection of this task's open transaction() block, if any (see _write/_read).
+        self._tx_conn: ContextVar[Conn | None] = ContextVar("mindstore_pg_tx", default=None)
 
     def __repr__(self) -> str:
         schema = f", schema={self._schema!r}" if self._schema else ""
@@ -457,8 +464,18 @@ class PostgresStore:
 
     async def _write(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
         """Run ``fn`` in one transaction. A dead pooled connection found at BEGIN (nothing sent
-        yet) is replaced and the call retried; any other driver failure → StoreError."""
+        yet) is replaced and the call retried; any other driver failure → StoreError.
+
+        Inside :meth:`transaction` (same task) ``fn`` runs in a savepoint of that transaction,
+        so the call stays all-or-nothing on its own; nothing commits before the block ends."""
         self._check_open()
+        bound = self._tx_conn.get()
+        if bound is not None:
+            try:
+                async with bound.transaction():
+                    return await fn(bound)
+            except psycopg.Error as e:
+                raise _store_error(e) from e
         attempt = 0
         while True:
             attempt += 1
@@ -475,8 +492,15 @@ class PostgresStore:
 
     async def _read(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
         """Run a read (autocommit; one statement is one snapshot). Reads are idempotent, so a
-        dead connection is replaced and the read retried."""
+        dead connection is replaced and the read retried. Inside :meth:`transaction` the read
+        runs in that transaction (and sees its snapshot and its writes)."""
         self._check_open()
+        bound = self._tx_conn.get()
+        if bound is not None:
+            try:
+                return await fn(bound)
+            except psycopg.Error as e:
+                raise _store_error(e) from e
         attempt = 0
         while True:
             attempt += 1
@@ -488,6 +512,47 @@ class PostgresStore:
                 if attempt < self._retries and _is_dead(conn):
                     continue
                 raise _store_error(e) from e
+
+    @asynccontextmanager
+    async def transaction(
+        self, *, readonly: bool = False, lock: Sequence[SessionKey] = ()
+    ) -> AsyncIterator[None]:
+        """See :meth:`mindstore.store.base.Store.transaction`.
+
+        The block holds one pooled connection in one transaction: ``READ COMMITTED`` for
+        writes (each statement sees what committed before it; ``lock`` takes the sessions' rows
+        ``FOR UPDATE`` — the lock appends take — in a fixed order, so checks made after it hold
+        until commit), ``REPEATABLE READ, READ ONLY`` with ``readonly`` (one snapshot for every
+        read). Other tasks use other connections and never see the block's writes before its
+        commit. A failure anywhere rolls everything back; a lost connection is a StoreError
+        (not retried: the block's writes are gone with it).
+        """
+        for k in lock:
+            check_key(k)
+        self._check_open()
+        keys = sorted({(k.namespace, k.session_id) for k in lock})
+        bound = self._tx_conn.get()
+        if bound is not None:
+            try:
+                for ns, sid in keys:
+                    await bound.execute(_LOCK_ROW_SQL, (ns, sid))
+            except psycopg.Error as e:
+                raise _store_error(e) from e
+            yield  # nested: join the enclosing transaction
+            return
+        try:
+            async with self._pool.connection() as conn, conn.transaction():
+                if readonly:
+                    await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                for ns, sid in keys:
+                    await conn.execute(_LOCK_ROW_SQL, (ns, sid))
+                token = self._tx_conn.set(conn)
+                try:
+                    yield
+                finally:
+                    self._tx_conn.reset(token)
+        except psycopg.Error as e:
+            raise _store_error(e) from e
 
     async def _fetchone(self, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> Any:
         async def run(conn: Conn) -> Any:

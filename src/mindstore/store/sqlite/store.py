@@ -126,8 +126,9 @@ import sqlite3
 import threading
 import time
 import types
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Literal, Self
@@ -582,6 +583,10 @@ class SQLiteStore:
         self._closed = False
         self._lock = threading.RLock()
         self._first_rows = _FirstRows()
+        # transaction(): the owner token of the open block (None: none) and the task's token.
+        self._tx_owner: object | None = None
+        self._tx_readonly = False
+        self._tx_task: ContextVar[object | None] = ContextVar("mindstore_sqlite_tx", default=None)
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self._path!r})"
@@ -685,12 +690,17 @@ class SQLiteStore:
     def _tx(self, *, write: bool) -> Iterator[sqlite3.Connection]:
         """Run a block on the connection: one ``BEGIN IMMEDIATE`` transaction when ``write``.
 
+        Inside :meth:`transaction` (same task) the block joins that transaction instead; a
+        write is then a savepoint, so the call stays all-or-nothing on its own.
         The single place where sqlite3 errors become StoreError; any exception rolls back.
         """
         with self._lock:
             try:
                 if self._closed:
                     raise StoreError(f"{self!r} is closed; open a new store")
+                if self._tx_owner is not None:
+                    yield from self._in_transaction(write=write)
+                    return
                 conn = self._conn
                 if conn is None:
                     conn = self._conn = self._open()
@@ -705,6 +715,79 @@ class SQLiteStore:
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
                     raise
+            except sqlite3.Error as e:
+                raise StoreError(f"SQLite error on {self._path!r}: {e}") from e
+
+    def _in_transaction(self, *, write: bool) -> Iterator[sqlite3.Connection]:
+        conn = self._conn
+        if self._tx_task.get() is not self._tx_owner or conn is None:
+            # Only reachable when the owner of a transaction awaited something else inside it
+            # and another task of this thread called the store: refuse rather than join.
+            raise StoreError(
+                f"{self!r} is inside another task's transaction; do not await anything but "
+                "this store's calls inside store.transaction()"
+            )
+        if not write:
+            yield conn
+            return
+        if self._tx_readonly:
+            raise StoreError("cannot write inside a read-only transaction (readonly=True)")
+        conn.execute("SAVEPOINT mindstore_call")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK TO mindstore_call")
+            conn.execute("RELEASE mindstore_call")
+            raise
+        conn.execute("RELEASE mindstore_call")
+
+    @asynccontextmanager
+    async def transaction(
+        self, *, readonly: bool = False, lock: Sequence[SessionKey] = ()
+    ) -> AsyncIterator[None]:
+        """See :meth:`mindstore.store.base.Store.transaction`.
+
+        A write transaction is one ``BEGIN IMMEDIATE``: the write lock is held from the start,
+        so nothing else writes until the block ends and ``lock`` needs no further statement.
+        ``readonly`` begins a deferred transaction: one WAL snapshot for every read, writers
+        not blocked. The block holds the connection's lock, so other threads wait for it.
+        """
+        for k in lock:
+            check_key(k)
+        if self._tx_owner is not None and self._tx_task.get() is self._tx_owner:
+            if not readonly and self._tx_readonly:
+                raise StoreError("cannot write inside a read-only transaction (readonly=True)")
+            yield  # nested: join the enclosing transaction
+            return
+        owner = object()
+        with self._lock:
+            if self._tx_owner is not None:
+                raise StoreError(
+                    f"{self!r} is inside another task's transaction; do not await anything but "
+                    "this store's calls inside store.transaction()"
+                )
+            try:
+                if self._closed:
+                    raise StoreError(f"{self!r} is closed; open a new store")
+                conn = self._conn
+                if conn is None:
+                    conn = self._conn = self._open()
+                if readonly:
+                    conn.execute("BEGIN")
+                else:
+                    self._begin(conn)
+                token = self._tx_task.set(owner)
+                self._tx_owner, self._tx_readonly = owner, readonly
+                try:
+                    yield
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+                finally:
+                    self._tx_owner, self._tx_readonly = None, False
+                    self._tx_task.reset(token)
             except sqlite3.Error as e:
                 raise StoreError(f"SQLite error on {self._path!r}: {e}") from e
 
@@ -959,12 +1042,12 @@ class SQLiteStore:
     async def path(self, key: SessionKey, leaf_id: str | None) -> list[StoredMessage]:
         check_key(key)
         with self._tx(write=False) as conn:
-            conn.execute("BEGIN")  # one snapshot for the leaf lookup and the walk
+            conn.execute("SAVEPOINT mindstore_read")  # one snapshot for the lookup and the walk
             try:
                 target = self._path_target(conn, key, leaf_id)
                 return [] if target is None else self._path_rows(conn, target, None)
             finally:
-                conn.execute("COMMIT")
+                conn.execute("RELEASE mindstore_read")
 
     async def path_window(
         self,
@@ -981,7 +1064,7 @@ class SQLiteStore:
                 raise TypeError(f"{name} must be an integer or None")
         check_int(min_messages, "min_messages")
         with self._tx(write=False) as conn:
-            conn.execute("BEGIN")
+            conn.execute("SAVEPOINT mindstore_read")
             try:
                 target = self._path_target(conn, key, leaf_id)
                 if target is None:
@@ -1006,7 +1089,7 @@ class SQLiteStore:
                     n += 1
                 window = self._path_rows(conn, target, None if n == len(sizes) else n)
             finally:
-                conn.execute("COMMIT")
+                conn.execute("RELEASE mindstore_read")
         return PathWindow(
             messages=window,
             truncated=n < len(sizes),
@@ -1062,7 +1145,7 @@ class SQLiteStore:
     async def path_length(self, key: SessionKey, leaf_id: str | None) -> int:
         check_key(key)
         with self._tx(write=False) as conn:
-            conn.execute("BEGIN")
+            conn.execute("SAVEPOINT mindstore_read")
             try:
                 target = self._path_target(conn, key, leaf_id)
                 if target is None:
@@ -1070,20 +1153,20 @@ class SQLiteStore:
                 sql = _LINEAR_COUNT_SQL if target["linear"] else _PATH_COUNT_SQL
                 return int(conn.execute(sql, target).fetchone()[0])
             finally:
-                conn.execute("COMMIT")
+                conn.execute("RELEASE mindstore_read")
 
     async def children(self, key: SessionKey, message_id: str) -> list[StoredMessage]:
         check_key(key)
         check_id(message_id)
         with self._tx(write=False) as conn:
-            conn.execute("BEGIN")
+            conn.execute("SAVEPOINT mindstore_read")
             try:
                 seq = self._require_seq(conn, key, message_id)
                 rows = conn.execute(
                     _MSG_SELECT + "WHERE m.parent_seq = ? ORDER BY m.seq", (seq,)
                 ).fetchall()
             finally:
-                conn.execute("COMMIT")
+                conn.execute("RELEASE mindstore_read")
         return [_message_row(r, r[2]) for r in rows]
 
     async def latest_leaf(self, key: SessionKey) -> StoredMessage | None:
@@ -1249,7 +1332,7 @@ class SQLiteStore:
         rank = f"bm25({table}, 1.0, {_TOOL_WEIGHT})"
         rank_config = f"f.rank MATCH 'bm25(1.0, {_TOOL_WEIGHT})'"
         with self._tx(write=False) as conn:
-            conn.execute("BEGIN")  # one snapshot for the probe, the ranking and the snippets
+            conn.execute("SAVEPOINT mindstore_read")  # one snapshot: probe, ranking, snippets
             try:
                 # CROSS JOIN keeps FTS as the driving table in every plan.
                 if _count_matches(conn, table, expr, _few(limit)) <= _few(limit):
@@ -1297,7 +1380,7 @@ class SQLiteStore:
                 top = _top_ranked(conn, sql, params, limit)
                 top = _fill_snippets(conn, table, expr, top, "text, tool_text")
             finally:
-                conn.execute("COMMIT")
+                conn.execute("RELEASE mindstore_read")
         return [
             search_result(r[3], r[4], r[5], r[7] or r[8] or "", r[9] or "", -float(r[1]), _dt(r[6]))
             for r in top
@@ -1658,7 +1741,7 @@ class SQLiteStore:
             "AND e.label = ? {order}"
         )
         with self._tx(write=False) as conn:
-            conn.execute("BEGIN")  # one snapshot for the probe, the ranking and the snippets
+            conn.execute("SAVEPOINT mindstore_read")  # one snapshot: probe, ranking, snippets
             try:
                 # Plans as in search(). Entry rows join one narrow-keyed table, so SQLite's
                 # sorter stays cheaper than FTS5's rank sorting up to ~1,000 matches (and it
@@ -1683,7 +1766,7 @@ class SQLiteStore:
                 top = _top_ranked(conn, sql, params, limit, by_update=True)
                 top = _fill_snippets(conn, table, expr, top, "")
             finally:
-                conn.execute("COMMIT")
+                conn.execute("RELEASE mindstore_read")
         return [
             EntryHit(key=r[3], content=r[4], description=r[5], snippet=r[6] or "", score=-r[1])
             for r in top
@@ -1852,7 +1935,7 @@ class SQLiteStore:
         """Row counts: namespaces, sessions, messages, compactions, blocks, entries, prompts,
         skill_states, and ``schema_version``."""
         with self._tx(write=False) as conn:
-            conn.execute("BEGIN")
+            conn.execute("SAVEPOINT mindstore_read")
             try:
                 out = {
                     "namespaces": conn.execute(
@@ -1872,5 +1955,5 @@ class SQLiteStore:
                     out[table] = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
                 out["schema_version"] = conn.execute("PRAGMA user_version").fetchone()[0]
             finally:
-                conn.execute("COMMIT")
+                conn.execute("RELEASE mindstore_read")
         return {k: int(v) for k, v in out.items()}
