@@ -58,3 +58,16 @@ async def close_test_store(store: Store, token: Any) -> None:
     await store.aclose()
     if token is not None:
         await drop_schema(*token)
+
+
+async def reopen_test_store(backend: str, tmp_path: Path, token: Any) -> Store:
+    """A second, independent store object (its own connections) on the database that
+    :func:`open_test_store` opened — another worker of the same application."""
+    if backend == "sqlite":
+        from mindstore.store.sqlite import SQLiteStore
+
+        return SQLiteStore(tmp_path / "mindstore-test.db")
+    from mindstore.store.postgres import PostgresStore
+
+    url, schema = token
+    return await PostgresStore.open(url, schema=schema, min_size=1, max_size=2)
