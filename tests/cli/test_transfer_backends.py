@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 from mindstore.cli.transfer import export_lines, import_data, parse_export, read_export
 from mindstore.session import Session
-from mindstore.store.base import ScopeKey, SessionKey, Store
+from mindstore.store.base import NewMessage, ScopeKey, SessionKey, Store
 
 
 async def test_round_trip_on_backend(store: Store) -> None:
@@ -40,3 +42,29 @@ async def test_round_trip_on_backend(store: Store) -> None:
     # Same history, overlay included; only the store-wide overlay id differs.
     assert [m["parts"] for m in copied] == [m["parts"] for m in source]
     assert copied[0]["id"].startswith("compaction_") and copied[0]["parts"][0]["text"] == "two"
+
+
+async def test_round_trip_keeps_skill_records_in_one_order(store: Store) -> None:
+    """A loaded skill recorded before an unloaded one: the import replays unloads at their
+    place in the conversation and loads at the end, so the store's own order changes — the
+    export lists skill records sorted by (label, key), so the round trip stays identical."""
+    key = SessionKey(namespace="ns", session_id="s")
+    await store.append(key, [NewMessage(message=_msg("u1"), tokens=1)])
+    await store.set_skill_loaded(key, "skills", "z-loaded", True)
+    await store.set_skill_loaded(key, "skills", "a-unloaded", True)
+    await store.set_skill_loaded(key, "skills", "a-unloaded", False)
+    await store.set_skill_loaded(key, "kb", "b", True)
+    original = "".join(export_lines(await read_export(store, key)))
+    skills = [json.loads(line) for line in original.splitlines() if '"kind":"skill"' in line]
+    assert [(r["label"], r["key"]) for r in skills] == [
+        ("kb", "b"),
+        ("skills", "a-unloaded"),
+        ("skills", "z-loaded"),
+    ]
+    copy = await import_data(store, parse_export(original.splitlines(True)), namespace="copy")
+    again = "".join(export_lines(await read_export(store, copy)))
+    assert again == original.replace('"namespace":"ns"', '"namespace":"copy"', 1)
+
+
+def _msg(mid: str) -> dict[str, object]:
+    return {"id": mid, "role": "user", "parts": [{"type": "text", "text": mid}]}

@@ -101,7 +101,7 @@ async def read_export(store: Store, key: SessionKey) -> list[dict[str, Any]]:
 
     refs = {c.id: i for i, c in enumerate(comps, start=1)}
     skill_records = []
-    for s in skills:
+    for s in sorted(skills, key=lambda s: (s.label, s.key)):  # one order, whatever the store's
         skill_records.append(
             {
                 "kind": "skill",
