@@ -15,9 +15,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+# slow: ~20 s; .ci/run's second pass (no PostgreSQL at all) checks the same on every test.
+@pytest.mark.slow
 def test_postgres_tests_skip_without_leaking_anything() -> None:
     env = {
         k: v
