@@ -14,7 +14,10 @@ Behaviour and invariants
 * **Transactions.** Every write method is exactly one transaction (``BEGIN … COMMIT`` on one
   pooled connection); any exception inside rolls back, so a failed call — including a
   connection lost mid-way — changes nothing. Reads that are one statement run without an
-  explicit transaction (one statement is one snapshot).
+  explicit transaction (one statement is one snapshot). :meth:`PostgresStore.transaction`
+  groups several calls of one task (fork, split, import) on one pooled connection: one
+  transaction, each call in a savepoint, the sessions named in ``lock`` locked ``FOR UPDATE``
+  first; ``readonly`` blocks (export) are ``REPEATABLE READ, READ ONLY`` — one snapshot.
 * **Per-session serialisation.** Every append first upserts the session's ``sessions`` row
   with ``INSERT … ON CONFLICT DO UPDATE`` — which takes that row's lock — and then reads the
   latest-leaf pointer, inserts and moves the pointer while holding it. Concurrent appenders to

@@ -18,6 +18,11 @@ Behaviour and invariants
   never a fork. Any exception inside rolls back: a failed call changes nothing. A lock held by
   another process is waited for up to ``busy_timeout`` seconds (SQLite's busy handler, plus a
   retry of ``BEGIN`` on ``SQLITE_BUSY``), then :class:`~mindstore.errors.StoreError`.
+  :meth:`SQLiteStore.transaction` groups several calls (fork, split, import): one ``BEGIN
+  IMMEDIATE`` for the block, each call inside a ``SAVEPOINT``; ``readonly`` blocks (export) are
+  one deferred read transaction — one WAL snapshot — and do not block writers. Read methods
+  that need one snapshot for several statements use ``SAVEPOINT``/``RELEASE`` (a deferred
+  transaction on its own, nested inside a block).
 * **Threading.** sqlite3 calls run inline on the calling (event-loop) thread. Every operation is
   a handful of indexed statements (an append is ~0.3 ms including its commit); a hop to a worker
   thread per call (``asyncio.to_thread``) adds tens of microseconds of scheduling and wake-up per
