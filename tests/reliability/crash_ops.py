@@ -33,6 +33,7 @@ import os
 import random
 import signal
 import sqlite3
+import statistics
 import time
 import traceback
 from collections.abc import Awaitable, Callable
@@ -529,7 +530,7 @@ async def run_op_crash_rounds(
     """Kill a writer repeating ``op`` ``kills`` times at random instants, verifying after each.
 
     ``target``: the SQLite file, or ``url|schema`` for PostgreSQL (the schema is created).
-    The kill lands uniformly within a window of about three operations after the writer is
+    The kill lands uniformly within a window of about two operations after the writer is
     ready (measured from the acknowledgements: the window adapts to the backend and the
     machine's load), so most kills hit an operation somewhere between its first and last
     statement."""
@@ -577,7 +578,7 @@ async def _rounds(
         await _settle(backend, target)
         report.kills += 1
         took = [e["ack"]["s"] for e in events if "ack" in e and "s" in e["ack"]]
-        window = min(5.0, 3 * max(took) if took else window * 1.5)
+        window = min(5.0, 2 * statistics.median(took) if took else window * 1.5)
         problems = [f"writer error: {e['error']['traceback']}" for e in events if "error" in e]
         if backend == "sqlite":
             problems += _sqlite_problems(target)
