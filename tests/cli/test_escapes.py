@@ -1,0 +1,121 @@
+"""Terminal escapes in stored text (issue 14 item 3): human output shows control characters
+visibly (ESC as ``␛``), so a stored ANSI/OSC sequence cannot recolour, retitle or clear the
+user's terminal; ``--json`` prints the stored text exactly."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+
+from mindstore.cli.render import visible
+from mindstore.session import Session
+from mindstore.store.base import ScopeKey, SessionKey
+from mindstore.store.sqlite import SQLiteStore
+
+Invoke = Callable[..., Result]
+
+CLEAR = "\x1b[2J\x1b[H"
+TITLE = "\x1b]0;pwned\x07"
+CSI = "\x9b31m"  # the one-byte C1 form of ESC [
+BIDI = "\u202e"
+EVIL = f"deploy {CLEAR}{TITLE}{CSI}{BIDI}done"
+SID = "s\x1b[31m"
+
+
+@pytest.fixture
+def evil_db(tmp_path: Path) -> Path:
+    path = tmp_path / "evil.db"
+
+    async def fill() -> None:
+        async with SQLiteStore(path) as store:
+            key = SessionKey(namespace="default", session_id=SID)
+            await store.create_session(key, name=f"name {TITLE}", model=f"m{CLEAR}")
+            s = Session.create(store, SID)
+            await s.append_message(
+                {"id": "u\x1b[1m", "role": "user", "parts": [{"type": "text", "text": EVIL}]}
+            )
+            await s.append_message(
+                {
+                    "id": "a1",
+                    "role": "assistant",
+                    "parts": [
+                        {
+                            "type": "tool-run",
+                            "toolCallId": "c1",
+                            "state": "output-available",
+                            "input": {"cmd": EVIL},
+                            "output": EVIL,
+                        }
+                    ],
+                }
+            )
+            await store.set_block(ScopeKey(namespace="default", session_id=SID, label="m"), EVIL)
+            await store.put_prompt(key, f"line one {CLEAR}\nline two\t{TITLE}", overwrite=True)
+
+    asyncio.run(fill())
+    return path
+
+
+HUMAN = [
+    ["history", SID],
+    ["history", SID, "--raw"],
+    ["tree", SID],
+    ["search", "deploy"],
+    ["sessions"],
+    ["blocks", SID],
+    ["prompt", SID],
+]
+
+
+@pytest.mark.parametrize("args", HUMAN, ids=lambda a: a[0] + (" --raw" if "--raw" in a else ""))
+def test_human_output_shows_controls_visibly(run: Invoke, evil_db: Path, args: list[str]) -> None:
+    result = run("--db", evil_db, *args)
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout + result.stderr
+    for bad in ("\x1b", "\x07", "\x9b", "\u202e"):
+        assert bad not in out, (bad, out)
+    assert "␛" in out
+
+
+def test_prompt_keeps_its_lines(run: Invoke, evil_db: Path) -> None:
+    out = run("--db", evil_db, "prompt", SID).stdout
+    assert out == "line one ␛[2J␛[H\nline two\t␛]0;pwned␇\n"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["history", SID], ["search", "deploy"], ["blocks", SID], ["prompt", SID], ["sessions"]],
+    ids=lambda a: a[0],
+)
+def test_json_stays_exact(run: Invoke, evil_db: Path, args: list[str]) -> None:
+    result = run("--db", evil_db, "--json", *args)
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert any("\x1b" in s for s in _strings(data))  # JSON escapes it; the value is exact
+    if args[0] == "history":
+        assert data[0]["parts"][0]["text"] == EVIL and data[0]["id"] == "u\x1b[1m"
+    if args[0] == "blocks":
+        assert data[0]["content"] == EVIL
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def test_visible_is_one_character_per_c0_control() -> None:
+    assert visible("a\x1b[0m\x00\x7f") == "a␛[0m␀\u2421"
+    assert visible("x\ty\nz") == "x␉y␊z"
+    assert visible("x\ty\nz", keep_lines=True) == "x\ty\nz"
+    assert visible("\x9b\u202e\u2066") == "\\x9b\\u202e\\u2066"
+    assert visible("plain café 日本") == "plain café 日本"
