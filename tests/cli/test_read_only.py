@@ -124,3 +124,37 @@ def test_read_only_refuses_an_older_schema_without_migrating(tmp_path: Path) -> 
 def test_read_only_needs_a_file() -> None:
     with pytest.raises(ValueError, match="memory"):
         SQLiteStore(":memory:", read_only=True)
+
+
+@pytest.mark.postgres
+async def test_postgres_read_only_creates_nothing_and_refuses_writes() -> None:
+    import psycopg
+
+    from backends import drop_schema, new_schema_name, postgres_url_or_skip
+    from mindstore.store.postgres import PostgresStore
+
+    url = postgres_url_or_skip()
+    schema = new_schema_name()
+
+    async def schema_exists() -> bool:
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            cur = await conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,))
+            return await cur.fetchone() is not None
+
+    try:
+        with pytest.raises(StoreError, match="no mindstore database"):
+            await PostgresStore.open(url, schema=schema, read_only=True)
+        assert not await schema_exists()
+        key = SessionKey(namespace="ns", session_id="s")
+        async with await PostgresStore.open(url, schema=schema) as writer:
+            await writer.create_session(key, name="kept")
+        async with await PostgresStore.open(url, schema=schema, read_only=True) as reader:
+            info = await reader.get_session(key)
+            assert info is not None and info.name == "kept"
+            with pytest.raises(StoreError):
+                await reader.update_session(key, name="changed")
+            with pytest.raises(StoreError):
+                await reader.put_prompt(key, "p", overwrite=True)
+            assert (await reader.get_session(key)).name == "kept"  # type: ignore[union-attr]
+    finally:
+        await drop_schema(url, schema)

@@ -224,8 +224,12 @@ def _sqlite_path(url: str) -> Path | None:
 
 
 @asynccontextmanager
-async def opened(env: Env, *, create: bool = False) -> AsyncIterator[Store]:
-    """Open ``env.db``; without ``create`` a missing SQLite file is an error."""
+async def opened(
+    env: Env, *, create: bool = False, read_only: bool = False
+) -> AsyncIterator[Store]:
+    """Open ``env.db``; without ``create`` a missing SQLite file is an error. ``read_only``
+    (the read commands) opens SQLite with ``mode=ro`` and PostgreSQL with read-only
+    transactions: nothing is created, migrated or changed."""
     from mindstore.store import open_store
 
     path = _sqlite_path(env.db)
@@ -238,12 +242,14 @@ async def opened(env: Env, *, create: bool = False) -> AsyncIterator[Store]:
                 "`mindstore demo --db PATH` creates a sample one)"
             )
     try:
-        if path is not None and not create:
+        if read_only and path is not None:
             from mindstore.store.sqlite import SQLiteStore
 
             # Read commands never create, migrate or change the file.
             store: Store = SQLiteStore(path, read_only=True)
             await store.stats()  # open now: an empty or foreign file fails here, as one line
+        elif read_only and env.db.startswith(("postgresql://", "postgres://")):
+            store = await open_store(env.db, read_only=True)
         else:
             store = await open_store(env.db)
     except MindstoreError as exc:
@@ -364,7 +370,7 @@ def sessions(limit: int) -> None:
     namespace = _namespace(env)
 
     async def go() -> tuple[list[Any], bool]:
-        async with opened(env) as store:
+        async with opened(env, read_only=True) as store:
             out: list[Any] = []
             before: str | None = None
             while True:
@@ -429,7 +435,7 @@ def history(session: str, leaf: str | None, raw: bool) -> None:
     async def go() -> list[dict[str, Any]]:
         from mindstore.session import Session
 
-        async with opened(env) as store:
+        async with opened(env, read_only=True) as store:
             await _require_session(store, key)
             if raw:
                 return [r.message for r in await store.path(key, leaf)]
@@ -485,7 +491,7 @@ def tree(session: str, width: int) -> None:
     key = _key(env, session)
 
     async def go() -> tuple[list[TreeNode], list[Any]]:
-        async with opened(env) as store:
+        async with opened(env, read_only=True) as store:
             await _require_session(store, key)
             rows = await store.all_messages(key)
             comps = await store.get_compactions(key)
@@ -559,7 +565,7 @@ def search(query: str, session_ids: tuple[str, ...], limit: int) -> None:
         _checked(check_name, sid, "--session")
 
     async def go() -> list[Any]:
-        async with opened(env) as store:
+        async with opened(env, read_only=True) as store:
             parsed = parse_query(query)
             if parsed.empty:
                 return []
@@ -597,7 +603,7 @@ def prompt(session: str) -> None:
     key = _key(env, session)
 
     async def go() -> str:
-        async with opened(env) as store:
+        async with opened(env, read_only=True) as store:
             text = await store.get_prompt(key)
             if text is None:
                 await _require_session(store, key)
@@ -623,7 +629,7 @@ def blocks(session: str) -> None:
     key = _key(env, session)
 
     async def go() -> list[dict[str, Any]]:
-        async with opened(env) as store:
+        async with opened(env, read_only=True) as store:
             found = await store.list_blocks(key.namespace, session)
             own = [b for b in found if b[0].session_id is not None]
             if not own:
@@ -672,7 +678,7 @@ def export(session: str, output: str) -> None:
     key = _key(env, session)
 
     async def go() -> list[dict[str, Any]]:
-        async with opened(env) as store:
+        async with opened(env, read_only=True) as store:
             await _require_session(store, key)
             return await read_export(store, key)
 
@@ -816,7 +822,7 @@ def stats() -> None:
     env = _env()
 
     async def go() -> dict[str, int]:
-        async with opened(env) as store:
+        async with opened(env, read_only=True) as store:
             return await store.stats()
 
     counts = _run(go())
