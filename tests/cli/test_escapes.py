@@ -119,3 +119,34 @@ def test_visible_is_one_character_per_c0_control() -> None:
     assert visible("x\ty\nz", keep_lines=True) == "x\ty\nz"
     assert visible("\x9b\u202e\u2066") == "\\x9b\\u202e\\u2066"
     assert visible("plain café 日本") == "plain café 日本"
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_a_terminal_that_cannot_encode_the_text_gets_escapes_not_a_traceback(
+    db: Path, encoding: str
+) -> None:
+    """Stored text the locale cannot encode: human output escapes it, machine output (export,
+    --json) stays UTF-8 whatever the locale."""
+    import os
+    import subprocess
+    import sys
+
+    def mindstore(*args: str, enc: str = encoding) -> subprocess.CompletedProcess[bytes]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MINDSTORE_")}
+        env["PYTHONIOENCODING"] = enc
+        return subprocess.run(
+            [sys.executable, "-m", "mindstore", "--db", str(db), *args],
+            capture_output=True,
+            timeout=60,
+            env=env,
+        )
+
+    tree = mindstore("tree", "chat")  # the tool marks (⚙, ◀) are not ASCII
+    assert tree.returncode == 0 and b"Traceback" not in tree.stderr, tree.stderr
+    assert b"\\u2699" in tree.stdout or b"\\xe2" in tree.stdout or b"\\u25c0" in tree.stdout
+    exported = mindstore("export", "chat")
+    assert exported.returncode == 0, exported.stderr
+    assert exported.stdout == mindstore("export", "chat", enc="utf-8").stdout
+    as_json = mindstore("--json", "history", "chat", "--raw")
+    assert as_json.returncode == 0, as_json.stderr
+    assert json.loads(as_json.stdout.decode("utf-8"))[0]["id"] == "u1"

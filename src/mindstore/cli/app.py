@@ -171,7 +171,9 @@ class Out:
         self.err = Console(stderr=True, highlight=False, markup=False)
 
     def json(self, value: Any) -> None:
-        click.echo(json.dumps(to_jsonable(value), ensure_ascii=False, indent=2))
+        # Machine output is UTF-8 whatever the locale says (bytes go to the binary stream).
+        text = json.dumps(to_jsonable(value), ensure_ascii=False, indent=2) + "\n"
+        click.echo(text.encode("utf-8"), nl=False)
 
     def table(
         self, columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None
@@ -304,6 +306,12 @@ def cli(ctx: click.Context, db: str, namespace: str, as_json: bool) -> None:
     Inspect and operate a store: conversations (branching trees), search, context blocks,
     frozen prompts, export/import. Start with `mindstore demo`.
     """
+    # A terminal whose locale cannot encode some stored text (ASCII, Latin-1) gets escapes
+    # instead of a UnicodeEncodeError half-way through the output.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     source = ctx.get_parameter_source("namespace")
     ctx.obj = Env(
         db=db,
@@ -684,9 +692,15 @@ def export(session: str, output: str) -> None:
 
     records = _run(go())
     if output == "-":
-        for line in export_lines(records):
-            sys.stdout.write(line)
+        # The format is UTF-8 JSON Lines whatever the terminal's locale.
         sys.stdout.flush()
+        binary = getattr(sys.stdout, "buffer", None)
+        for line in export_lines(records):
+            if binary is not None:
+                binary.write(line.encode("utf-8"))
+            else:  # pragma: no cover - a text-only stdout replaced by the embedding program
+                sys.stdout.write(line)
+        (binary or sys.stdout).flush()
         return
     target = Path(output)
     tmp = target.with_name(target.name + ".part")
