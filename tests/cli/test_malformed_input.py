@@ -243,6 +243,7 @@ ARG_CASES: dict[str, tuple[list[str], int]] = {
     "search --session of 300 characters": (["search", "deploy", "--session", LONG], 1),
     "tree --width 0": (["tree", "chat", "--width", "0"], 2),
     "sessions --limit -1": (["sessions", "--limit", "-1"], 2),
+    "search --limit 10**20": (["search", "deploy", "--limit", str(10**20)], 2),
 }
 
 

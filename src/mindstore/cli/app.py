@@ -563,7 +563,7 @@ def tree(session: str, width: int) -> None:
 @click.option(
     "--session", "session_ids", multiple=True, metavar="ID", help="Only this session (repeatable)."
 )
-@click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1))
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1, max=10_000))
 @json_option
 def search(query: str, session_ids: tuple[str, ...], limit: int) -> None:
     """Full-text search over the namespace: words, "quoted phrases", prefix*."""

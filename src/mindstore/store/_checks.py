@@ -121,8 +121,12 @@ def check_text(value: Any, field: str, error: type[ValueError] = ValueError) -> 
 
 
 def check_int(value: Any, field: str = "limit") -> int:
+    """An integer argument that fits the drivers' 64-bit integers (a larger one raised a raw
+    OverflowError from sqlite3)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{field} must be an integer, got {type(value).__name__}")
+    if not -(2**63) <= value < 2**63:
+        raise ValueError(f"{field} must fit in 64 bits, got {value}")
     return value
 
 
