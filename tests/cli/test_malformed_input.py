@@ -123,6 +123,8 @@ IMPORT_CASES: dict[str, Callable[[Records], str | bytes]] = {
     "a JSON string": raw('"mindstore-export"\n'),
     "JSON nested 100 000 deep": raw("[" * 100_000 + "]" * 100_000 + "\n"),
     "not UTF-8": raw(b'{"kind": "mindstore-export", "namespace": "\xff\xfe"}\n'),
+    "not UTF-8 on a later line": lambda r: _lines(r).encode() + b'{"kind": "block\xc3("}\n',
+    "UTF-16 file": lambda r: _lines(r).encode("utf-16"),
     "wrong kind": header(kind="something-else"),
     "version 2": header(version=2),
     "version as a string": header(version="1"),
@@ -219,8 +221,7 @@ def test_malformed_import_file(case: str, db: Path, tmp_path: Path) -> None:
     # Into a fresh session id, so only the file's content can be the problem.
     result = _invoke(["--db", db, "import", src, "--session", "fresh"])
     line = _assert_one_clean_error(result)
-    if case != "not UTF-8":
-        assert line.startswith("Error: line "), line
+    assert line.startswith("Error: line "), line
     assert _snapshot(db) == before
     # Nothing was written: the same file through standard input fails the same way.
     assert _invoke(["--db", db, "import", "-"], stdin=src.read_bytes()).exit_code == 1

@@ -16,7 +16,6 @@ that asks for a bug report — never a traceback.
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import os
 import sqlite3
@@ -51,7 +50,7 @@ from .render import (
     to_jsonable,
     visible,
 )
-from .transfer import export_lines, import_data, parse_export, read_export
+from .transfer import decode_lines, export_lines, import_data, parse_export, read_export
 
 __all__ = ["cli", "main"]
 
@@ -769,12 +768,13 @@ def import_(file: str, session_id: str | None) -> None:
     if session_id is not None:
         _checked(check_name, session_id, "--session")
     namespace = _namespace(env) if env.namespace_given else None
-    # utf-8-sig: a byte-order mark at the start (some editors write one) is not an error.
+    # Read as bytes and decoded line by line (decode_lines), so a byte that is not UTF-8 is
+    # reported with its line number, and a byte-order mark at the start is accepted.
     if file == "-":
-        stream: IO[str] = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig", newline="")
+        stream: IO[bytes] = sys.stdin.buffer
         size = 0
     else:
-        stream = open(file, encoding="utf-8-sig", newline="")  # noqa: SIM115 - closed below
+        stream = open(file, "rb")  # noqa: SIM115 - closed below
         size = os.fstat(stream.fileno()).st_size
     try:
         if _progress_enabled(size, PROGRESS_MIN_BYTES):
@@ -782,15 +782,11 @@ def import_(file: str, session_id: str | None) -> None:
 
             with Progress(console=Console(stderr=True), transient=True) as bar:
                 task = bar.add_task("validating", total=size)
-                data = parse_export(stream, progress=lambda n: bar.advance(task, n))
+                data = parse_export(decode_lines(stream, progress=lambda n: bar.advance(task, n)))
         else:
-            data = parse_export(stream)
-    except UnicodeDecodeError as exc:
-        raise CliError(f"{file}: not UTF-8 text ({exc.reason})") from None
+            data = parse_export(decode_lines(stream))
     finally:
-        if file == "-":
-            stream.detach()  # type: ignore[attr-defined]  # leave sys.stdin open
-        else:
+        if file != "-":
             stream.close()
 
     async def go() -> SessionKey:

@@ -53,6 +53,7 @@ __all__ = [
     "VERSION",
     "ExportData",
     "ExportFormatError",
+    "decode_lines",
     "export_lines",
     "import_data",
     "parse_export",
@@ -280,6 +281,28 @@ def _nonempty_str(rec: dict[str, Any], name: str, line: int) -> str:
     if not value:
         raise _fail(line, f"{name!r} is empty")
     return str(value)
+
+
+def decode_lines(
+    binary: Iterable[bytes], *, progress: Callable[[int], None] | None = None
+) -> Iterator[str]:
+    """The lines of a binary stream as text: UTF-8, a byte-order mark at the very start
+    skipped. ``progress(n)`` gets the bytes of each line.
+
+    Raises:
+        ExportFormatError: ``line N: not UTF-8 text …``.
+    """
+    for lineno, raw in enumerate(binary, start=1):
+        if progress is not None:
+            progress(len(raw))
+        if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _fail(
+                lineno, f"not UTF-8 text ({exc.reason} at byte {exc.start + 1} of the line)"
+            ) from None
 
 
 def parse_export(
