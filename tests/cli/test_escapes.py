@@ -150,3 +150,21 @@ def test_a_terminal_that_cannot_encode_the_text_gets_escapes_not_a_traceback(
     as_json = mindstore("--json", "history", "chat", "--raw")
     assert as_json.returncode == 0, as_json.stderr
     assert json.loads(as_json.stdout.decode("utf-8"))[0]["id"] == "u1"
+
+
+@pytest.mark.parametrize("args", HUMAN, ids=lambda a: a[0] + (" --raw" if "--raw" in a else ""))
+def test_rich_terminal_output_shows_controls_visibly(
+    run: Invoke, evil_db: Path, args: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a terminal (rich, colours on) the stored sequences are shown, never sent: rich's own
+    colour codes appear, the stored clear-screen / retitle / C1 sequences do not."""
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "300")
+    result = run("--db", evil_db, *args)
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout + result.stderr
+    if args[0] != "prompt":  # prompt is printed verbatim (visible), not through rich
+        assert "\x1b[" in out  # rich is colouring: this really is the terminal path
+    for bad in ("\x1b[2J", "\x1b[H", "\x1b]0;", "\x07", "\x9b", "\u202e"):
+        assert bad not in out, (bad, out)
+    assert "␛" in out

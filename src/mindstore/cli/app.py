@@ -179,7 +179,9 @@ class Out:
     ) -> None:
         rows = [[_visible_cell("" if v is None else v) for v in row] for row in rows]
         if self.terminal:
-            table = Table(title=title, title_justify="left", header_style="bold")
+            # Text, not str: a title holding user input must not be read as rich markup.
+            heading = Text(visible(title)) if title is not None else None
+            table = Table(title=heading, title_justify="left", header_style="bold")
             for col in columns:
                 table.add_column(col, overflow="fold")
             for row in rows:
