@@ -249,8 +249,8 @@ async def opened(
             from mindstore.store.sqlite import SQLiteStore
 
             # Read commands never create, migrate or change the file.
-            store: Store = SQLiteStore(path, read_only=True)
-            await store.stats()  # open now: an empty or foreign file fails here, as one line
+            # Opened now (what `async with` does): an empty or foreign file fails here.
+            store: Store = await SQLiteStore(path, read_only=True).__aenter__()
         elif read_only and env.db.startswith(("postgresql://", "postgres://")):
             store = await open_store(env.db, read_only=True)
         else:
