@@ -25,8 +25,11 @@ ones, in the same order), and keyed entries of searchable/skill collections (the
 block label, not to a session). Everything else round-trips: export → import into an empty store
 → export gives an identical file.
 
-Import validates the whole file before writing anything; the first problem is reported as
-``line N: <what>``. The session must not exist yet in the target namespace.
+Import validates the whole file before writing anything — JSON, structure, and every name, text
+and counter exactly as the store will check it — so the store is never the first to object; the
+first problem is reported as ``line N: <what>`` (also for bytes that are not UTF-8, through
+:func:`decode_lines`; a byte-order mark at the start is accepted). The session must not exist
+yet in the target namespace.
 """
 
 from __future__ import annotations
@@ -328,7 +331,7 @@ def parse_export(
     for lineno, raw in enumerate(lines, start=1):
         if progress is not None:
             progress(len(raw))
-        text = raw.strip()
+        text = (raw.removeprefix("\ufeff") if lineno == 1 else raw).strip()
         if not text:
             continue
         rec = _loads(text, lineno)
