@@ -343,3 +343,20 @@ def test_undecodable_argv_bytes_in_a_real_process(db: Path) -> None:
         assert len(lines) == 1 and lines[0].startswith("Error: "), lines
         assert "not valid Unicode" in lines[0]
         assert _snapshot(db) == before
+
+
+def test_last_resort_in_the_entry_point(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Even a failure outside any command (start-up, parsing) is one line, exit 1."""
+    import mindstore.cli.app as app
+
+    def broken(*_args: Any, **_kwargs: Any) -> None:
+        raise RuntimeError("start-up\nfailed")
+
+    monkeypatch.setattr(app.cli, "main", broken)
+    with pytest.raises(SystemExit) as exit_info:
+        app.main(["sessions"])
+    assert exit_info.value.code == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("Error: unexpected internal error (RuntimeError: start-up failed)")

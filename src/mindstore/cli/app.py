@@ -103,11 +103,7 @@ class _Group(click.Group):
         except Exception as exc:
             # Last resort: every known failure is handled above or where it happens; anything
             # else is a bug, but the user still gets one line, not a traceback.
-            detail = " ".join(str(exc).split())[:200]
-            raise CliError(
-                f"unexpected internal error ({type(exc).__name__}: {detail}); this is a bug in "
-                "mindstore — please report it with the command you ran"
-            ) from None
+            raise CliError(_internal_error(exc)) from None
 
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:
@@ -327,7 +323,20 @@ def cli(ctx: click.Context, db: str, namespace: str, as_json: bool) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point."""
-    cli.main(args=list(argv) if argv is not None else None, prog_name="mindstore")
+    try:
+        cli.main(args=list(argv) if argv is not None else None, prog_name="mindstore")
+    except Exception as exc:
+        # Outside a command (argument parsing, start-up): the same promise, one line, exit 1.
+        click.echo(f"Error: {_internal_error(exc)}", err=True)
+        sys.exit(1)
+
+
+def _internal_error(exc: BaseException) -> str:
+    detail = " ".join(str(exc).split())[:200]
+    return (
+        f"unexpected internal error ({type(exc).__name__}: {detail}); this is a bug in "
+        "mindstore — please report it with the command you ran"
+    )
 
 
 # ---- demo ------------------------------------------------------------------------------------
