@@ -112,6 +112,15 @@ STORE_CALLS: list[tuple[str, Call, type[Exception]]] = [
 ]
 
 
+async def _enter(cm: Any) -> None:
+    async with cm:
+        return None
+
+
+# Store.transaction takes keys to lock: checked before anything is locked or begun.
+STORE_CALLS.append(("transaction lock", lambda s, b: _enter(s.transaction(lock=[sk(sid=b)])), KEY))
+
+
 async def _session_call(store: Store, bad: str, fn: Callable[[Session], Awaitable[Any]]) -> Any:
     return await fn(Session.create(store, "s", namespace="ns"))
 
