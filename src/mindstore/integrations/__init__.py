@@ -1,0 +1,1 @@
+"""Integrations with agent frameworks; each lives in its own module and needs its extra."""

@@ -1,0 +1,119 @@
+"""OpenAI Agents SDK session backed by mindstore (the ``openai-agents`` extra).
+
+``MindstoreSession(session_id, store, *, namespace="default", session_settings=None)``
+implements the SDK's ``Session`` protocol (``get_items(limit)``, ``add_items(items)``,
+``pop_item()``, ``clear_session()``), so ``Runner.run(agent, input, session=...)`` keeps its
+conversation in a mindstore session::
+
+    session = MindstoreSession("chat-42", store, namespace="user-7")
+    result = await Runner.run(agent, "What's the status?", session=session)
+
+Every item is stored as one UIMessage (see :mod:`mindstore.integrations.openai_items` and the
+table in ``docs/integrations.md``): full-text searchable, visible in the CLI and the viewer,
+compactable with the session's compaction (``msession.session.compact_after(...)``); the item
+itself is kept in the message's metadata and read back exactly. ``add_items`` writes a batch in
+one transaction, each item a child of the one before (concurrent writers form one chain).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mindstore.errors import MessageNotFoundError, MissingDependencyError
+from mindstore.integrations.openai_items import item_message, items_of, tool_call_names
+from mindstore.session import Session
+from mindstore.store.base import AUTO, NewMessage, Store
+
+try:
+    from agents.memory.session_settings import SessionSettings, resolve_session_limit
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
+    raise MissingDependencyError("openai-agents", "openai-agents") from exc
+
+__all__ = ["MindstoreSession"]
+
+
+class MindstoreSession:
+    """The Agents SDK ``Session`` protocol on a mindstore session.
+
+    Args:
+        session_id: The mindstore session id (the conversation).
+        store: An async mindstore store (``SQLiteStore``, ``await PostgresStore.open(...)``).
+        namespace: The mindstore namespace (user, tenant…).
+        session_settings: The SDK's ``SessionSettings`` (or its dict); ``limit`` is the default
+            for ``get_items``.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        store: Store,
+        *,
+        namespace: str = "default",
+        session_settings: SessionSettings | dict[str, Any] | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.session_settings: SessionSettings | None = (
+            SessionSettings(**session_settings)
+            if isinstance(session_settings, dict)
+            else session_settings or SessionSettings()
+        )
+        self._session = Session.create(store, session_id, namespace=namespace)
+        self._call_names: dict[str, str] = {}
+
+    @property
+    def session(self) -> Session:
+        """The mindstore :class:`~mindstore.Session` underneath (search, compaction, blocks)."""
+        return self._session
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        """The conversation's items, oldest first; with ``limit`` the latest ``limit`` of them.
+
+        ``None`` uses ``session_settings.limit``; as in the SDK's SQLite session ``0`` returns
+        nothing and a negative limit everything. A compaction overlay reads as one user
+        message with its summary.
+        """
+        session_limit = resolve_session_limit(limit, self.session_settings)
+        if session_limit == 0:
+            return []
+        history = await self._session.get_history()
+        self._call_names.update(tool_call_names(history))
+        items = items_of(history)
+        if session_limit is not None and session_limit > 0:
+            return items[-session_limit:]
+        return items
+
+    async def add_items(self, items: list[Any]) -> None:
+        """Append ``items`` in one transaction, each the child of the one before."""
+        if not items:
+            return
+        session = self._session
+        prepared = []
+        for item in items:
+            message = session._prepare_message(item_message(item, self._call_names))
+            prepared.append(message)
+            self._call_names.update(tool_call_names([message]))
+        batch = [
+            NewMessage(message=m, parent=AUTO, tokens=session.count_message_tokens([m]))
+            for m in prepared
+        ]
+        inserted = await session.store.append(session.key, batch)
+        for message, new in zip(prepared, inserted, strict=True):
+            if new:
+                await session._after_append(message)
+
+    async def pop_item(self) -> Any | None:
+        """Remove and return the most recent item (``None`` when the session is empty)."""
+        while True:
+            leaf = await self._session.get_latest_leaf()
+            if leaf is None:
+                return None
+            try:
+                await self._session.delete_messages([leaf["id"]])
+            except MessageNotFoundError:
+                continue  # another writer popped it first: take the next one
+            items = items_of([leaf])
+            return items[-1] if items else None
+
+    async def clear_session(self) -> None:
+        """Remove every item (and the session's compactions and search rows)."""
+        await self._session.clear_messages()
