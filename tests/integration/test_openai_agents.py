@@ -22,6 +22,7 @@ from agents import (
     Agent,
     Model,
     ModelResponse,
+    RunConfig,
     Runner,
     SQLiteSession,
     Usage,
@@ -189,6 +190,44 @@ async def test_get_items_limit_order_and_settings(store: Store) -> None:
     assert await session.get_items(limit=-1) == items
     unlimited = MindstoreSession("lim", store, session_settings={"limit": None})
     assert await unlimited.get_items() == items
+
+
+def test_session_settings_are_normalised_like_the_sdks(tmp_path: Any) -> None:
+    from mindstore import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "s.db")
+    assert MindstoreSession("s", store).session_settings == SessionSettings()
+    assert MindstoreSession("s", store, session_settings={"limit": 0}).session_settings == (
+        SessionSettings(limit=0)
+    )
+    with pytest.raises(TypeError, match="limitt"):
+        MindstoreSession("s", store, session_settings={"limitt": 1})
+
+
+async def test_run_config_session_settings_override(store: Store) -> None:
+    session = MindstoreSession("over", store, session_settings=SessionSettings(limit=100))
+    await session.add_items([{"role": "user", "content": f"Turn {i}"} for i in range(10)])
+    model = ScriptedModel([[say("Got it")]])
+    await Runner.run(
+        Agent(name="a", model=model),
+        "New question",
+        session=session,
+        run_config=RunConfig(session_settings=SessionSettings(limit=2)),
+    )
+    history = [i for i in model.inputs[-1] if i.get("content") != "New question"]
+    assert [i["content"] for i in history] == ["Turn 8", "Turn 9"]
+
+
+async def test_unicode_and_sql_like_content(store: Store) -> None:
+    session = MindstoreSession("u", store)
+    items = [
+        {"role": "user", "content": "héllo 🌍 こんにちは"},
+        {"role": "assistant", "content": "'; DROP TABLE messages; --"},
+        {"role": "user", "content": '\x00-free but \n escaped " quotes'},
+    ]
+    await session.add_items(items)
+    assert await session.get_items() == items
+    assert await session.session.search("こんにちは")
 
 
 async def test_pop_item_and_clear_session(store: Store) -> None:

@@ -25,7 +25,11 @@ from mindstore.session import Session
 from mindstore.store.base import AUTO, NewMessage, Store
 
 try:
-    from agents.memory.session_settings import SessionSettings, resolve_session_limit
+    from agents.memory.session_settings import (
+        SessionSettings,
+        coerce_session_settings,
+        resolve_session_limit,
+    )
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     raise MissingDependencyError("openai-agents", "openai-agents") from exc
 
@@ -53,9 +57,9 @@ class MindstoreSession:
     ) -> None:
         self.session_id = session_id
         self.session_settings: SessionSettings | None = (
-            SessionSettings(**session_settings)
-            if isinstance(session_settings, dict)
-            else session_settings or SessionSettings()
+            coerce_session_settings(session_settings)
+            if session_settings is not None
+            else SessionSettings()
         )
         self._session = Session.create(store, session_id, namespace=namespace)
         self._call_names: dict[str, str] = {}
