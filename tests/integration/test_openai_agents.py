@@ -163,6 +163,18 @@ async def test_every_item_type_round_trips_exactly(store: Store) -> None:
     }
     output = by_kind["function_call_output"]
     assert output["role"] == "tool" and output["parts"][0]["type"] == "tool-get_weather"
+    # An output added in a later batch (here: by another instance) is named after its call.
+    handoff = next(m for m in history if m["metadata"][ITEM_KEY].get("call_id") == "call_h")
+    later = MindstoreSession("all", store)
+    await later.add_items([{"type": "function_call_output", "call_id": "call_h", "output": "x"}])
+    last = (await Session.create(store, "all").get_latest_leaf()) or {}
+    assert handoff["parts"][0]["type"] == last["parts"][0]["type"]
+    assert last["parts"][0]["type"] == "tool-transfer_to_french_agent"
+    assert (await later.pop_item()) == {
+        "type": "function_call_output",
+        "call_id": "call_h",
+        "output": "x",
+    }
     assert by_kind["reasoning"]["parts"][0]["type"] == "reasoning"
     assert by_kind["web_search_call"]["parts"][0]["providerExecuted"] is True
     assert by_kind["computer_call"]["parts"][0]["type"] == "tool-computer"
@@ -233,6 +245,8 @@ async def test_unicode_and_sql_like_content(store: Store) -> None:
 async def test_pop_item_and_clear_session(store: Store) -> None:
     session = MindstoreSession("pop", store)
     assert await session.pop_item() is None
+    assert await session.get_items(limit=3) == []
+    assert await session.get_items() == []
     items = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
     await session.add_items(items)
     assert await session.pop_item() == items[1]

@@ -20,7 +20,14 @@ from __future__ import annotations
 from typing import Any
 
 from mindstore.errors import MessageNotFoundError, MissingDependencyError
-from mindstore.integrations.openai_items import item_message, items_of, tool_call_names
+from mindstore.formats._reply import as_dict
+from mindstore.integrations.openai_items import (
+    call_names_of,
+    item_message,
+    items_of,
+    tool_call_names,
+    unnamed_outputs,
+)
 from mindstore.session import Session
 from mindstore.store.base import AUTO, NewMessage, Store
 
@@ -34,6 +41,8 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     raise MissingDependencyError("openai-agents", "openai-agents") from exc
 
 __all__ = ["MindstoreSession"]
+
+_NAME_WINDOW = 64  # newest messages searched first for the call an output answers
 
 
 class MindstoreSession:
@@ -79,23 +88,33 @@ class MindstoreSession:
         session_limit = resolve_session_limit(limit, self.session_settings)
         if session_limit == 0:
             return []
-        history = await self._session.get_history()
-        self._call_names.update(tool_call_names(history))
-        items = items_of(history)
-        if session_limit is not None and session_limit > 0:
-            return items[-session_limit:]
-        return items
+        if session_limit is None or session_limit < 0:
+            return items_of(await self._session.get_history())
+        # Read only the newest messages: one item per message, except where an overlay stands
+        # for several; widen the window until it holds enough items or the whole path.
+        window = session_limit
+        while True:
+            recent = await self._session.get_recent_history(max_tokens=0, min_messages=window)
+            items = items_of(recent.messages)
+            if len(items) >= session_limit or not recent.truncated:
+                return items[-session_limit:]
+            window *= 2
 
     async def add_items(self, items: list[Any]) -> None:
         """Append ``items`` in one transaction, each the child of the one before."""
         if not items:
             return
         session = self._session
-        prepared = []
-        for item in items:
-            message = session._prepare_message(item_message(item, self._call_names))
-            prepared.append(message)
-            self._call_names.update(tool_call_names([message]))
+        objs = [as_dict(item, "item") for item in items]
+        missing = unnamed_outputs(objs, self._call_names)
+        if missing:
+            # Outputs whose call came in an earlier batch are named after that call.
+            recent = await session.get_recent_history(max_tokens=0, min_messages=_NAME_WINDOW)
+            self._call_names.update(tool_call_names(recent.messages))
+            if missing - self._call_names.keys():
+                self._call_names.update(tool_call_names(await session.get_history()))
+        self._call_names.update(call_names_of(objs))
+        prepared = [session._prepare_message(item_message(o, self._call_names)) for o in objs]
         batch = [
             NewMessage(message=m, parent=AUTO, tokens=session.count_message_tokens([m]))
             for m in prepared

@@ -25,7 +25,14 @@ from mindstore.formats.history import (
 from mindstore.formats.openai_responses import to_openai_responses
 from mindstore.messages import new_message_id
 
-__all__ = ["ITEM_KEY", "item_message", "items_of", "tool_call_names"]
+__all__ = [
+    "ITEM_KEY",
+    "call_names_of",
+    "item_message",
+    "items_of",
+    "tool_call_names",
+    "unnamed_outputs",
+]
 
 ITEM_KEY = "openaiItem"
 """The ``metadata`` key holding the original item."""
@@ -199,6 +206,25 @@ def item_message(item: Any, call_names: Mapping[str, str]) -> dict[str, Any]:
         "role": role,
         "parts": parts,
         "metadata": {ITEM_KEY: obj},
+    }
+
+
+def call_names_of(items: list[dict[str, Any]]) -> dict[str, str]:
+    """Call id → tool name of the client-side calls among ``items``."""
+    return {_call_id(i): _call_name(i) for i in items if i.get("type") in _CLIENT_CALLS}
+
+
+def unnamed_outputs(items: list[dict[str, Any]], known: Mapping[str, str]) -> set[str]:
+    """Call ids of outputs among ``items`` that take their call's name but whose call is
+    neither among ``items`` nor in ``known`` (it came in an earlier batch)."""
+    calls = call_names_of(items)
+    return {
+        _call_id(i)
+        for i in items
+        if i.get("type") in _CLIENT_OUTPUTS
+        and _CLIENT_CALLS.get(_CLIENT_OUTPUTS[str(i.get("type"))]) is None
+        and _call_id(i) not in calls
+        and _call_id(i) not in known
     }
 
 
