@@ -36,7 +36,7 @@ import inspect
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from types import TracebackType
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
 from anyio.from_thread import BlockingPortal
@@ -148,6 +148,10 @@ class _Twin:
 
     def __repr__(self) -> str:
         return f"mindstore.sync.{type(self).__name__}({self._aio!r})"
+
+    if TYPE_CHECKING:
+        # The generated methods are invisible to type checkers: let them through as Any.
+        def __getattr__(self, name: str) -> Any: ...
 
 
 def _unwrap(value: Any) -> Any:
