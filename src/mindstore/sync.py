@@ -31,6 +31,7 @@ synchronous summarizer callback that mindstore runs there) would deadlock and ra
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import inspect
 import threading
@@ -106,14 +107,18 @@ class Loop:
             RuntimeError: the loop was stopped (the store was closed), or the call was made
                 from the loop's own thread (it would wait for itself forever).
         """
-        loop = self._loop
-        if self._portal is None or loop is None or not self._thread.is_alive():
-            raise RuntimeError("this mindstore.sync object is closed (its store was closed)")
         if threading.get_ident() == self._thread.ident:
             raise RuntimeError(
                 "a mindstore.sync method was called from the store's own event loop thread "
                 "(e.g. from a callback mindstore runs); use the async object (.aio) there"
             )
+        return self.submit(fn, *args).result()
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any) -> concurrent.futures.Future[Any]:
+        """Start ``fn(*args)`` on the loop; a future of its (awaited) result."""
+        loop = self._loop
+        if self._portal is None or loop is None or not self._thread.is_alive():
+            raise RuntimeError("this mindstore.sync object is closed (its store was closed)")
 
         async def run() -> Any:
             result = fn(*args)
@@ -121,7 +126,7 @@ class Loop:
                 result = await result
             return result
 
-        return asyncio.run_coroutine_threadsafe(run(), loop).result()
+        return asyncio.run_coroutine_threadsafe(run(), loop)
 
     def stop(self) -> None:
         """Stop the loop and wait for its thread. Idempotent."""

@@ -13,6 +13,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import warnings
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -38,6 +39,7 @@ from openai.types.responses import (
 )
 from openai_agents_items import ALL_ITEMS
 
+from backends import drop_schema, new_schema_name, postgres_url_or_skip
 from mindstore import Session, create_compact_function
 from mindstore.formats import to_anthropic, to_openai_chat, to_openai_responses
 from mindstore.integrations.openai_agents import MindstoreSession
@@ -308,6 +310,44 @@ async def test_same_speed_class_as_sqlite_session_api(store: Store) -> None:
     assert await ours.pop_item() == await theirs.pop_item()
     assert await ours.get_items() == await theirs.get_items()
     theirs.close()
+
+
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def test_run_sync_with_a_sync_store(backend: str, tmp_path: Any) -> None:
+    # Plain code: the store opened without asyncio (mindstore.sync), the agent run with
+    # Runner.run_sync (on the thread's default loop); every session call runs on the store's
+    # own loop thread, where its PostgreSQL pool lives.
+    import mindstore.sync as msync
+
+    if backend == "sqlite":
+        store = msync.SQLiteStore(tmp_path / "sync.db")
+        cleanup = None
+    else:
+        url = postgres_url_or_skip()
+        schema = new_schema_name()
+        store = msync.PostgresStore.open(url, schema=schema, min_size=1, max_size=2)
+        cleanup = (url, schema)
+    try:
+        model = ScriptedModel([[say("one")], [say("two")]])
+        agent = Agent(name="a", model=model)
+        session = MindstoreSession("plain", store)
+        assert Runner.run_sync(agent, "first", session=session).final_output == "one"
+        assert Runner.run_sync(agent, "second", session=session).final_output == "two"
+        assert [i.get("content") for i in model.inputs[1]][:1] == ["first"]
+        texts = [m["parts"][0]["text"] for m in msync.Session.create(store, "plain").get_history()]
+        assert texts == ["first", "one", "second", "two"]
+    finally:
+        store.close()
+        # run_sync leaves the thread's default loop open on purpose (the SDK reuses it).
+        policy = asyncio.get_event_loop_policy()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            policy.get_event_loop().close()
+        policy.set_event_loop(None)
+        if cleanup is not None:
+            asyncio.run(drop_schema(*cleanup))
 
 
 def test_import_without_the_extra_names_it() -> None:

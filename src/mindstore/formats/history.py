@@ -259,7 +259,7 @@ def from_openai_chat_messages(messages: Iterable[Any], *, dynamic: bool = False)
 # ---------------------------------------------------------------- OpenAI Responses
 
 
-def _responses_user_part(block: Mapping[str, Any], where: str) -> dict[str, Any]:
+def responses_content_part(block: Mapping[str, Any], where: str) -> dict[str, Any]:
     kind = block.get("type")
     if kind in ("input_text", "output_text", "text"):
         return {"type": "text", "text": str(block.get("text", ""))}
@@ -295,7 +295,7 @@ def _responses_content(item: Mapping[str, Any], where: str) -> list[dict[str, An
     if not isinstance(content, list):
         raise InvalidMessageError(f"{where}.content must be a string or a list of parts")
     return [
-        _responses_user_part(as_dict(b, f"{where}.content[{j}]"), f"{where}.content[{j}]")
+        responses_content_part(as_dict(b, f"{where}.content[{j}]"), f"{where}.content[{j}]")
         for j, b in enumerate(content)
     ]
 

@@ -17,6 +17,7 @@ one transaction, each item a child of the one before (concurrent writers form on
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from mindstore.errors import MessageNotFoundError, MissingDependencyError
@@ -50,7 +51,9 @@ class MindstoreSession:
 
     Args:
         session_id: The mindstore session id (the conversation).
-        store: An async mindstore store (``SQLiteStore``, ``await PostgresStore.open(...)``).
+        store: A mindstore store: async (``SQLiteStore``, ``await PostgresStore.open(...)``)
+            or from :mod:`mindstore.sync` — then every call runs on that store's own loop
+            thread, whatever loop the SDK runs on (e.g. ``Runner.run_sync`` in plain code).
         namespace: The mindstore namespace (user, tenant…).
         session_settings: The SDK's ``SessionSettings`` (or its dict); ``limit`` is the default
             for ``get_items``.
@@ -70,8 +73,21 @@ class MindstoreSession:
             if session_settings is not None
             else SessionSettings()
         )
+        self._loop: Any = None
+        from mindstore import sync
+
+        if isinstance(store, sync._SyncStore):
+            # A mindstore.sync store lives on its own loop thread: run every call there, so
+            # its PostgreSQL pool is only ever used from the loop that opened it.
+            self._loop = store._loop
+            store = store.aio
         self._session = Session.create(store, session_id, namespace=namespace)
         self._call_names: dict[str, str] = {}
+
+    async def _run(self, fn: Any, *args: Any) -> Any:
+        if self._loop is None:
+            return await fn(*args)
+        return await asyncio.wrap_future(self._loop.submit(fn, *args))
 
     @property
     def session(self) -> Session:
@@ -85,6 +101,10 @@ class MindstoreSession:
         nothing and a negative limit everything. A compaction overlay reads as one user
         message with its summary.
         """
+        items: list[Any] = await self._run(self._get_items, limit)
+        return items
+
+    async def _get_items(self, limit: int | None = None) -> list[Any]:
         session_limit = resolve_session_limit(limit, self.session_settings)
         if session_limit == 0:
             return []
@@ -102,6 +122,9 @@ class MindstoreSession:
 
     async def add_items(self, items: list[Any]) -> None:
         """Append ``items`` in one transaction, each the child of the one before."""
+        await self._run(self._add_items, items)
+
+    async def _add_items(self, items: list[Any]) -> None:
         if not items:
             return
         session = self._session
@@ -126,6 +149,9 @@ class MindstoreSession:
 
     async def pop_item(self) -> Any | None:
         """Remove and return the most recent item (``None`` when the session is empty)."""
+        return await self._run(self._pop_item)
+
+    async def _pop_item(self) -> Any | None:
         while True:
             leaf = await self._session.get_latest_leaf()
             if leaf is None:
@@ -139,4 +165,7 @@ class MindstoreSession:
 
     async def clear_session(self) -> None:
         """Remove every item (and the session's compactions and search rows)."""
+        await self._run(self._clear_session)
+
+    async def _clear_session(self) -> None:
         await self._session.clear_messages()

@@ -21,6 +21,7 @@ from mindstore.formats.history import (
     function_output_value,
     provider_executed_part,
     reasoning_part,
+    responses_content_part,
 )
 from mindstore.formats.openai_responses import to_openai_responses
 from mindstore.messages import new_message_id
@@ -74,19 +75,8 @@ def _content_parts(content: Any) -> list[dict[str, Any]]:
             parts.append({"type": "text", "text": str(block.get("text", ""))})
         elif kind == "refusal":
             parts.append({"type": "text", "text": str(block.get("refusal", ""))})
-        elif kind == "input_image":
-            url = str(block.get("image_url") or f"openai-file:{block.get('file_id')}")
-            parts.append({"type": "file", "mediaType": "image/*", "url": url})
-        elif kind == "input_file":
-            url = str(
-                block.get("file_url")
-                or block.get("file_data")
-                or f"openai-file:{block.get('file_id')}"
-            )
-            part = {"type": "file", "mediaType": "application/octet-stream", "url": url}
-            if isinstance(block.get("filename"), str):
-                part["filename"] = block["filename"]
-            parts.append(part)
+        elif kind in ("input_image", "input_file", "input_audio"):
+            parts.append(responses_content_part(block, "content"))
         else:
             parts.append({"type": f"data-openai-{kind}", "data": dict(block)})
     return parts
