@@ -265,6 +265,17 @@ async def test_pop_item_and_clear_session(store: Store) -> None:
     assert await session.get_items() == items[:1]
 
 
+async def test_a_cancelled_add_items_still_completes(store: Store) -> None:
+    session = MindstoreSession("cancel", store)
+    items = [{"role": "user", "content": f"c{i}"} for i in range(50)]
+    task = asyncio.create_task(session.add_items(items))
+    await asyncio.sleep(0)  # started: the write is under way
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await session.get_items() == items  # all of it, not a rolled-back half
+
+
 async def test_concurrent_sessions_are_isolated(store: Store) -> None:
     sessions = [
         MindstoreSession(sid, store, namespace=ns) for sid in ("a", "b") for ns in ("n1", "n2")

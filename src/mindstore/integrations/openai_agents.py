@@ -89,6 +89,23 @@ class MindstoreSession:
             return await fn(*args)
         return await asyncio.wrap_future(self._loop.submit(fn, *args))
 
+    async def _mutate(self, fn: Any, *args: Any) -> Any:
+        """Run a write to its end even if the caller is cancelled meanwhile (as the SDK's own
+        sessions do), so a cancelled ``add_items`` has either not started or fully happened;
+        the cancellation is re-raised afterwards."""
+        task = asyncio.ensure_future(self._run(fn, *args))
+        cancelled: asyncio.CancelledError | None = None
+        while not task.done():
+            try:
+                await asyncio.wait({task})
+            except asyncio.CancelledError as exc:
+                cancelled = cancelled or exc
+        if cancelled is not None:
+            if not task.cancelled():
+                task.exception()  # retrieved: the cancellation is what the caller sees
+            raise cancelled
+        return task.result()
+
     @property
     def session(self) -> Session:
         """The mindstore :class:`~mindstore.Session` underneath (search, compaction, blocks)."""
@@ -122,7 +139,7 @@ class MindstoreSession:
 
     async def add_items(self, items: list[Any]) -> None:
         """Append ``items`` in one transaction, each the child of the one before."""
-        await self._run(self._add_items, items)
+        await self._mutate(self._add_items, items)
 
     async def _add_items(self, items: list[Any]) -> None:
         if not items:
@@ -149,7 +166,7 @@ class MindstoreSession:
 
     async def pop_item(self) -> Any | None:
         """Remove and return the most recent item (``None`` when the session is empty)."""
-        return await self._run(self._pop_item)
+        return await self._mutate(self._pop_item)
 
     async def _pop_item(self) -> Any | None:
         while True:
@@ -165,7 +182,7 @@ class MindstoreSession:
 
     async def clear_session(self) -> None:
         """Remove every item (and the session's compactions and search rows)."""
-        await self._run(self._clear_session)
+        await self._mutate(self._clear_session)
 
     async def _clear_session(self) -> None:
         await self._session.clear_messages()
