@@ -120,6 +120,20 @@ def test_plain_calls_builders_and_tools(sync_store: Any) -> None:
     )
 
 
+def test_store_backed_providers_take_a_sync_store(sync_store: Any) -> None:
+    s = sync.Session.create(sync_store, "kb").with_context(
+        "knowledge", description="runbooks", provider=sync.StoreSearchProvider(sync_store)
+    )
+    tools = s.tools()
+    written = tools.execute(
+        "set_context", {"label": "knowledge", "key": "restart", "content": "make restart"}
+    )
+    assert "restart" in written
+    assert "make restart" in tools.execute(
+        "search_context", {"label": "knowledge", "query": "restart"}
+    )
+
+
 def test_eight_threads_append_to_one_store(sync_store: Any) -> None:
     per_thread = 25
     errors: list[BaseException] = []
