@@ -79,6 +79,14 @@ def test_openai_responses_json_lines_into_a_named_session(run: Invoke, tmp_path:
     assert to_openai_responses(msgs) == items
 
 
+def test_a_byte_order_mark_is_accepted(run: Invoke, tmp_path: Path) -> None:
+    db, f = tmp_path / "m.db", tmp_path / "bom.json"
+    f.write_bytes(b"\xef\xbb\xbf" + json.dumps(CHAT).encode())
+    result = run("--db", db, "import", "--format", "openai-chat", f)
+    assert result.exit_code == 0, result.output
+    assert len(history(db, "bom")) == 4
+
+
 def test_anthropic_request_object_with_system(run: Invoke, tmp_path: Path) -> None:
     request = {
         "system": "Be brief.",
@@ -108,16 +116,20 @@ def test_anthropic_request_object_with_system(run: Invoke, tmp_path: Path) -> No
         ("anthropic", '[{"role": "system", "content": "x"}]', "role"),
         ("anthropic", "", "empty"),
         ("openai-chat", "42", "expected a JSON array"),
+        ("openai-chat", b'[{"role": "user",\n "content": "\xff"}]', "not UTF-8"),
     ],
 )
 def test_bad_files_are_one_line_and_write_nothing(
-    run: Invoke, tmp_path: Path, fmt: str, content: str, error: str
+    run: Invoke, tmp_path: Path, fmt: str, content: str | bytes, error: str
 ) -> None:
     db, f = tmp_path / "m.db", tmp_path / "bad.json"
     ok = run("--db", db, "import", "--format", "openai-chat", "--session", "ok", _good(tmp_path))
     assert ok.exit_code == 0, ok.output
     before = db.read_bytes()
-    f.write_text(content, encoding="utf-8")
+    if isinstance(content, bytes):
+        f.write_bytes(content)
+    else:
+        f.write_text(content, encoding="utf-8")
     result = run("--db", db, "import", "--format", fmt, f)
     assert result.exit_code == 1
     assert error in result.stderr and "Traceback" not in result.output

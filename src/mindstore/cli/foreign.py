@@ -37,9 +37,24 @@ _LIST_KEY = {"openai-chat": "messages", "openai-responses": "input", "anthropic"
 _INDEX = re.compile(r"^(?:messages|items)\[(\d+)\]")
 
 
-def _read(lines: Iterable[str], fmt: str) -> tuple[list[Any], list[int], Any]:
+def _text(lines: Iterable[str | bytes]) -> str:
+    """The whole file as text (lines of ``str``, or of UTF-8 ``bytes``)."""
+    out: list[str] = []
+    for lineno, raw in enumerate(lines, start=1):
+        if isinstance(raw, bytes):
+            try:
+                raw = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ExportFormatError(
+                    f"line {lineno}: not UTF-8 text ({exc.reason} at byte {exc.start + 1})"
+                ) from None
+        out.append(raw)
+    return "".join(out)
+
+
+def _read(lines: Iterable[str | bytes], fmt: str) -> tuple[list[Any], list[int], Any]:
     """The entries, the line each starts on, and the Anthropic ``system`` (if any)."""
-    text = "".join(lines)
+    text = _text(lines)
     if text.startswith("\ufeff"):
         text = text[1:]
     stripped = text.strip()
