@@ -240,6 +240,11 @@ class _SyncStore(_Twin):
             self._loop.stop()
 
     def __enter__(self) -> Any:
+        try:
+            self._loop.call(self._aio.__aenter__)  # opens (and migrates) now, as `async with`
+        except BaseException:
+            self._loop.stop()
+            raise
         return self
 
     def __exit__(

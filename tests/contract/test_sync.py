@@ -89,6 +89,14 @@ def test_constructors_keep_their_signatures() -> None:
     assert sync.StaticProvider is mindstore.StaticProvider  # everything else: the same object
 
 
+def test_with_opens_the_store_at_once(tmp_path: Path) -> None:
+    (tmp_path / "dir.db").mkdir()
+    store = sync.SQLiteStore(tmp_path / "dir.db")
+    with pytest.raises(StoreError), store:
+        pass  # pragma: no cover - the store cannot be opened
+    assert not store._loop._thread.is_alive()  # its loop thread was stopped
+
+
 def test_session_needs_a_sync_store(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match=r"mindstore.sync"):
         sync.Session.create(AsyncSQLiteStore(tmp_path / "a.db"), "x")
