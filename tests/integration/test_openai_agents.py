@@ -40,7 +40,7 @@ from openai.types.responses import (
 from openai_agents_items import ALL_ITEMS
 
 from backends import drop_schema, new_schema_name, postgres_url_or_skip
-from mindstore import Session, create_compact_function
+from mindstore import InvalidMessageError, Session, create_compact_function
 from mindstore.formats import to_anthropic, to_openai_chat, to_openai_responses
 from mindstore.integrations.openai_agents import MindstoreSession
 from mindstore.integrations.openai_items import ITEM_KEY
@@ -263,6 +263,18 @@ async def test_pop_item_and_clear_session(store: Store) -> None:
     assert await other.get_items() == items
     await session.add_items(items[:1])  # usable after clearing
     assert await session.get_items() == items[:1]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [42, {"content": "no role, no type"}, {"role": "wizard", "content": "x"},
+     {"role": "user", "content": float("nan")}],
+)  # fmt: skip
+async def test_bad_items_are_refused_and_nothing_is_written(store: Store, bad: Any) -> None:
+    session = MindstoreSession("bad", store)
+    with pytest.raises(InvalidMessageError):
+        await session.add_items([{"role": "user", "content": "fine"}, bad])
+    assert await session.get_items() == []
 
 
 async def test_a_cancelled_add_items_still_completes(store: Store) -> None:
