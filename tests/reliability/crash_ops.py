@@ -453,8 +453,14 @@ async def _verify_split(
             problems.append(f"PARTIAL split: continuation {s.id} without its seed")
         elif s.message_count != len(rows):
             problems.append(f"continuation {s.id}: count {s.message_count} != {len(rows)}")
-    if len(active) == 1:
-        model.plan["current"] = active[0]
+    # The next writer retries what this one was doing, as a client that lost the answer would:
+    # the split in flight (refused if it had landed), else the last continuation it was told.
+    if pending is not None:
+        model.plan["current"] = pending["old"]
+    else:
+        acks = [e["ack"]["new"] for e in events if "ack" in e]
+        if acks:
+            model.plan["current"] = acks[-1]
     return problems
 
 
