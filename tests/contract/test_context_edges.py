@@ -98,7 +98,7 @@ async def test_append_to_a_provider_that_cannot_read_is_refused(store: Store) ->
     bad = await tools.execute(
         "set_context", {"label": "ix", "content": "b", "action": "merge", "metadata": {}}
     )
-    assert bad.startswith("Error: action must be")
+    assert bad.startswith("Error: ") and "action" in bad
     assert written == {"t": "a"}
 
 
@@ -222,3 +222,42 @@ async def test_set_context_with_an_alias_bomb_stores_no_giant_description(store:
     assert description is not None and len(description) == MAX_DESCRIPTION_CHARS
     prompt = await s.render_system_prompt()
     assert len(prompt) < 2 * MAX_DESCRIPTION_CHARS + 500
+
+
+# ---- 14.7: a provider given as a plain dict of callables --------------------------------------
+
+
+async def test_dict_providers_work(store: Store) -> None:
+    box = {"text": ""}
+
+    async def save(content: str) -> None:
+        box["text"] = content
+
+    s = (
+        Session.create(store, "s", namespace="ns")
+        .with_context("soul", provider={"get": lambda: "You are terse."})
+        .with_context("notes", max_tokens=50, provider={"get": lambda: box["text"], "set": save})
+        .with_context("docs", provider={"get": lambda: "- a", "load": lambda key: f"doc {key}"})
+    )
+    kinds = {b.label: b.kind for b in await s.get_context_blocks()}
+    assert kinds == {"soul": "readonly", "notes": "writable", "docs": "loadable"}
+    tools = await s.tools()
+    assert await tools.execute("set_context", {"label": "notes", "content": "hi"}) == (
+        "Written to notes. Usage: 4% (2/50 tokens)"
+    )
+    assert box["text"] == "hi"
+    assert await tools.execute("load_context", {"label": "docs", "key": "a"}) == "doc a"
+    assert "You are terse." in await s.freeze_system_prompt()
+
+
+@pytest.mark.parametrize(
+    ("provider", "message"),
+    [
+        ({"text": "hello"}, "may only have the methods get, set, search, load, init"),
+        ({"get": "hello"}, "needs functions as values; get is not callable"),
+        ({"set": lambda c: None}, "needs a 'get' function"),
+    ],
+)
+def test_bad_dict_providers_say_what_to_pass(provider: dict[str, object], message: str) -> None:
+    with pytest.raises(TypeError, match=message):
+        Session.create(None, "s").with_context("x", provider=provider)  # type: ignore[arg-type]

@@ -26,7 +26,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from mindstore.compaction.truncation import json_size, shrink_json
+from mindstore.compaction.truncation import json_size, shrink_json, shrink_tool_output
 from mindstore.messages import dumps, is_tool_part
 
 __all__ = [
@@ -276,6 +276,9 @@ def _shrink(s: _Shrinker) -> _Shrinker:
     def shrink_tool(value: Any) -> Any:
         return shrink_json(value, TOOL_OUTPUT_CHARS)
 
+    def shrink_output(value: Any) -> Any:
+        return shrink_tool_output(value, TOOL_OUTPUT_CHARS)
+
     def shrink_text(value: Any) -> Any:
         if isinstance(value, str) and len(value) > TEXT_PREVIEW_CHARS + 100:
             return _text_stub(value)
@@ -287,7 +290,7 @@ def _shrink(s: _Shrinker) -> _Shrinker:
         return shrink_json(value, TOOL_OUTPUT_CHARS)
 
     floor = TOOL_OUTPUT_CHARS + 100
-    if s.shrink_fields(_tool_outputs, shrink_tool, floor=floor):
+    if s.shrink_fields(_tool_outputs, shrink_output, floor=floor):
         return s
     if s.shrink_fields(_texts, shrink_text, floor=TEXT_PREVIEW_CHARS + 100):
         return s

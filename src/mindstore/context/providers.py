@@ -34,7 +34,7 @@ from __future__ import annotations
 import copy
 import inspect
 import unicodedata
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import yaml
@@ -58,6 +58,7 @@ __all__ = [
     "StoreSearchProvider",
     "StoreSkillProvider",
     "WritableContextProvider",
+    "as_provider",
     "check_key",
     "maybe_await",
     "parse_front_matter",
@@ -164,6 +165,54 @@ def provider_kind(provider: Any) -> BlockKind:
     if _has(provider, "set"):
         return "writable"
     return "readonly"
+
+
+_PROVIDER_METHODS = ("get", "set", "search", "load", "init")
+
+
+class _MappingProvider:
+    """A provider given as a plain mapping of callables (``{"get": fn, "set": fn2}``), the
+    object-literal style of the reference SDK; each callable becomes the method of that name."""
+
+    def __init__(self, methods: Mapping[str, Callable[..., Any]]) -> None:
+        for name, fn in methods.items():
+            setattr(self, name, fn)
+        self._names = tuple(methods)
+
+    def __repr__(self) -> str:
+        return f"<provider from a mapping: {', '.join(self._names)}>"
+
+
+def as_provider(provider: Any) -> Any:
+    """``provider`` itself, or — for a mapping of callables such as ``{"get": fn}`` — an object
+    with those methods.
+
+    Raises:
+        TypeError: a mapping with a non-callable value, an unknown method name, or no ``get``;
+            the message says what to pass.
+    """
+    if not isinstance(provider, Mapping):
+        return provider
+    allowed = ", ".join(_PROVIDER_METHODS)
+    unknown = [k for k in provider if k not in _PROVIDER_METHODS]
+    if unknown:
+        raise TypeError(
+            f"a provider given as a dict may only have the methods {allowed}; got "
+            f"{', '.join(map(repr, unknown))}. Pass e.g. {{'get': lambda: 'text'}}, or an "
+            "object with those methods"
+        )
+    not_callable = [k for k, v in provider.items() if not callable(v)]
+    if not_callable:
+        raise TypeError(
+            f"a provider given as a dict needs functions as values; {', '.join(not_callable)} "
+            "is not callable. Pass e.g. {'get': lambda: 'text', 'set': store_text}"
+        )
+    if "get" not in provider:
+        raise TypeError(
+            "a provider given as a dict needs a 'get' function returning the block's text, "
+            "e.g. {'get': lambda: 'text'}"
+        )
+    return _MappingProvider(provider)
 
 
 def has_set(provider: Any) -> bool:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from mindstore.prompt import BlockKind
+from mindstore.prompt import BlockKind, percent
 
 __all__ = [
     "BlockInfo",
@@ -54,7 +54,7 @@ def entry_key(title: str | None, content: str) -> str:
 def usage_text(tokens: int, max_tokens: int | None) -> str:
     """``45% (495/1100 tokens)`` or ``120 tokens``."""
     if max_tokens:
-        return f"{round(tokens / max_tokens * 100)}% ({tokens}/{max_tokens} tokens)"
+        return f"{percent(tokens, max_tokens)}% ({tokens}/{max_tokens} tokens)"
     return f"{tokens} tokens"
 
 
