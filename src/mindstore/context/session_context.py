@@ -17,7 +17,12 @@ Invariants:
   concurrent first freezes agree (the store keeps the first one written).
 * **Budgets.** ``max_tokens`` is checked on the *result* of a write; an append to a store-backed
   block is one atomic read-modify-write in the store, so concurrent appends from any number of
-  processes never lose a line, and an over-budget append changes nothing.
+  processes never lose a line, and an over-budget append changes nothing. A writable block
+  without ``max_tokens`` is capped at :data:`DEFAULT_BLOCK_MAX_TOKENS`; an entry written through
+  ``set_context`` by its block's ``max_tokens`` or :data:`DEFAULT_ENTRY_MAX_TOKENS`.
+* **Keyed appends.** ``set_context`` with ``action="append"`` on a searchable or loadable block
+  appends to the entry with the same title (read with the provider's ``read_entry(key)``,
+  serialised within the session); a provider without ``read_entry`` is refused, unchanged.
 * **Tools never raise.** Every generated tool returns ``"Error: <reason>"`` on failure.
 * **Loaded skills** are persisted per session in the store (no history scan); unloading is
   non-destructive — the stored ``load_context`` result stays, and reads of history show
