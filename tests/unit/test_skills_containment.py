@@ -123,7 +123,7 @@ async def test_link_swapped_in_between_check_and_use(layout: tuple[Path, Path]) 
     finally:
         stop.set()
         racer.join()
-    assert {r for r in reads} <= {"inside", "written by set", None}
+    assert set(reads) <= {"inside", "written by set", None}
     assert "TOP SECRET" in (outside / "secret.md").read_text("utf-8")
     assert "written by set" not in (outside / "secret.md").read_text("utf-8")
 

@@ -222,7 +222,11 @@ class FileSkillProvider:
                 os.unlink(tmp, dir_fd=dfd)
                 raise
             os.close(fd)
-            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            try:
+                os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            except OSError:
+                os.unlink(tmp, dir_fd=dfd)
+                raise
         finally:
             os.close(dfd)
 
