@@ -70,5 +70,5 @@ def test_delete_namespace_json_and_errors(run: Invoke, db: Path, tmp_path: Path)
     empty = run("--db", db, "delete-namespace", "", "--yes")
     assert empty.exit_code == 2 and "NAMESPACE must be a non-empty name" in empty.output
     missing = run("--db", tmp_path / "nope.db", "delete-namespace", "x", "--yes")
-    assert missing.exit_code == 1 and "no database at" in missing.output
+    assert missing.exit_code == 1 and "no mindstore database at" in missing.output
     assert not (tmp_path / "nope.db").exists()

@@ -50,7 +50,7 @@ def delete_namespace(namespace: str, yes: bool) -> None:
         raise click.UsageError("NAMESPACE must be a non-empty name of at most 256 characters")
 
     async def count() -> int:
-        async with opened(env) as store:
+        async with opened(env, read_only=True) as store:
             return await SessionManager(store, namespace=namespace).count()
 
     if not yes:

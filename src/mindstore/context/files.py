@@ -1,4 +1,4 @@
-"""FileSkillProvider: skills in a local folder or any fsspec file system (DESIGN §4.1).
+"""FileSkillProvider: skills in a local folder or any fsspec file system.
 
 Layouts read, in order of precedence for one key:
 
