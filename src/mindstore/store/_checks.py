@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any, Final
 
 from mindstore.errors import InvalidKeyError, InvalidMessageError, MessageNotFoundError
@@ -87,6 +88,13 @@ def check_text(value: Any, field: str) -> str:
         raise ValueError(
             f"{field} contains a lone surrogate; strings must be valid Unicode"
         ) from None
+    return value
+
+
+def check_expiry(value: Any) -> datetime | None:
+    """An entry's expiry: None (never) or a timezone-aware datetime."""
+    if value is not None and (not isinstance(value, datetime) or value.tzinfo is None):
+        raise TypeError("expires_at must be None or a timezone-aware datetime")
     return value
 
 

@@ -59,6 +59,7 @@ import json
 import math
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Self, TypeVar
 
@@ -77,6 +78,7 @@ from mindstore.search import ParsedQuery, SearchResult, index_text, search_resul
 from mindstore.store._checks import (
     CREATE_FIELDS,
     check_entry_key,
+    check_expiry,
     check_id,
     check_int,
     check_key,
@@ -238,6 +240,21 @@ _INSERT_MANY_SQL = (
     + tsvector_sql("u.itext", "u.itool")
     + " FROM u JOIN ins ON ins.seq = u.seq ORDER BY u.ord"
 )
+
+_ENTRY_COLUMNS: Final = "key, content, description, updated_at, data, created_at, expires_at"
+
+
+def _entry(row: Sequence[Any]) -> Entry:
+    return Entry(
+        key=row[0],
+        content=row[1],
+        description=row[2],
+        updated_at=row[3],
+        data=row[4],
+        created_at=row[3] if row[5] is None else row[5],
+        expires_at=row[6],
+    )
+
 
 _ENTRY_TSV = tsvector_sql("%(imain)s", "%(idesc)s")
 _ENTRY_TSV_PREFIX = tsvector_sql("%(imain)s", "%(idesc)s", "simple")
@@ -1310,24 +1327,35 @@ class PostgresStore:
 
     # ---- keyed entries -----------------------------------------------------------------------
     async def put_entry(
-        self, key: ScopeKey, entry_key: str, content: str, *, description: str | None = None
+        self,
+        key: ScopeKey,
+        entry_key: str,
+        content: str,
+        *,
+        description: str | None = None,
+        data: str | None = None,
+        expires_at: datetime | None = None,
     ) -> None:
         k = check_scope(key)
         check_entry_key(entry_key)
         check_text(content, "content")
         if description is not None:
             check_text(description, "description")
+        if data is not None:
+            check_text(data, "data")
+        check_expiry(expires_at)
         imain, idesc = index_tokens(f"{entry_key}\n{content}", description or "")
 
         async def run(conn: Conn) -> None:
             await conn.execute(
                 "INSERT INTO entries (namespace, scope, label, key, content, description, tsv, "
-                "tsv_prefix) "
+                "tsv_prefix, data, created_at, expires_at) "
                 "VALUES (%(ns)s, %(scope)s, %(label)s, %(key)s, %(content)s, %(desc)s, "
-                f"{_ENTRY_TSV}, {_ENTRY_TSV_PREFIX}) "
+                f"{_ENTRY_TSV}, {_ENTRY_TSV_PREFIX}, %(data)s, clock_timestamp(), %(exp)s) "
                 "ON CONFLICT (namespace, scope, label, key) DO UPDATE SET "
                 "content = excluded.content, description = excluded.description, "
                 "tsv = excluded.tsv, tsv_prefix = excluded.tsv_prefix, "
+                "data = excluded.data, expires_at = excluded.expires_at, "
                 "updated_at = clock_timestamp()",
                 {
                     "ns": k[0],
@@ -1338,34 +1366,88 @@ class PostgresStore:
                     "desc": description,
                     "imain": imain,
                     "idesc": idesc,
+                    "data": data,
+                    "exp": expires_at,
                 },
             )
 
         await self._write(run)
 
     async def get_entry(self, key: ScopeKey, entry_key: str) -> Entry | None:
+        found = await self.get_entries(key, [entry_key])
+        return found[0] if found else None
+
+    async def get_entries(self, key: ScopeKey, entry_keys: Sequence[str]) -> list[Entry]:
         k = check_scope(key)
-        check_entry_key(entry_key)
-        row = await self._fetchone(
-            "SELECT key, content, description, updated_at FROM entries "
-            "WHERE namespace = %s AND scope = %s AND label = %s AND key = %s",
-            (*k, entry_key),
+        keys = [check_entry_key(e) for e in entry_keys]
+        if not keys:
+            return []
+        rows = await self._fetchall(
+            f"SELECT {_ENTRY_COLUMNS} FROM entries "
+            "WHERE namespace = %s AND scope = %s AND label = %s AND key = ANY(%s)",
+            (*k, keys),
         )
-        if row is None:
-            return None
-        return Entry(key=row[0], content=row[1], description=row[2], updated_at=row[3])
+        found = {r[0]: _entry(r) for r in rows}
+        return [found[e] for e in dict.fromkeys(keys) if e in found]
 
     async def list_entries(self, key: ScopeKey, *, limit: int | None = None) -> list[Entry]:
         k = check_scope(key)
         if limit is not None:
             check_int(limit, "limit")
         rows = await self._fetchall(
-            "SELECT key, content, description, updated_at FROM entries "
+            f"SELECT {_ENTRY_COLUMNS} FROM entries "
             "WHERE namespace = %s AND scope = %s AND label = %s "
             "ORDER BY updated_at DESC, key DESC LIMIT %s",
             (*k, None if limit is None else max(0, limit)),
         )
-        return [Entry(key=r[0], content=r[1], description=r[2], updated_at=r[3]) for r in rows]
+        return [_entry(r) for r in rows]
+
+    async def list_entry_labels(self, namespace: str, *, prefix: str = "") -> list[str]:
+        check_name(namespace, "namespace")
+        check_text(prefix, "prefix")
+        # ``label >= prefix`` lets the (namespace, scope, label, …) index start at the prefix;
+        # left() compares the prefix literally (LIKE would need its wildcards escaped).
+        rows = await self._fetchall(
+            "SELECT DISTINCT label FROM entries WHERE namespace = %s AND scope = '' "
+            "AND label >= %s AND left(label, %s) = %s "
+            "AND (expires_at IS NULL OR expires_at > clock_timestamp()) ORDER BY label",
+            (namespace, prefix, len(prefix), prefix),
+        )
+        return [r[0] for r in rows]
+
+    async def set_entry_expiry(self, key: ScopeKey, expiries: Mapping[str, datetime | None]) -> int:
+        k = check_scope(key)
+        rows = [(check_expiry(at), *k, check_entry_key(e)) for e, at in expiries.items()]
+        if not rows:
+            return 0
+
+        async def run(conn: Conn) -> int:
+            n = 0
+            for row in rows:
+                cur = await conn.execute(
+                    "UPDATE entries SET expires_at = %s "
+                    "WHERE namespace = %s AND scope = %s AND label = %s AND key = %s",
+                    row,
+                )
+                n += cur.rowcount
+            return n
+
+        return await self._write(run)
+
+    async def delete_expired_entries(self, namespace: str | None = None) -> int:
+        if namespace is not None:
+            check_name(namespace, "namespace")
+
+        async def run(conn: Conn) -> int:
+            cur = await conn.execute(
+                "DELETE FROM entries WHERE expires_at IS NOT NULL "
+                "AND expires_at <= clock_timestamp() "
+                "AND (%(ns)s::text IS NULL OR namespace = %(ns)s::text)",
+                {"ns": namespace},
+            )
+            return cur.rowcount
+
+        return await self._write(run)
 
     async def count_entries(self, key: ScopeKey) -> int:
         k = check_scope(key)
