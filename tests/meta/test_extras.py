@@ -88,3 +88,11 @@ def test_s3_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(MissingDependencyError) as info:
         asyncio.run(load())
     _assert_names_extra(info.value, "s3")
+
+
+def test_langgraph_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    _hide(monkeypatch, "langgraph")
+    _reimport(monkeypatch, "mindstore.integrations.langgraph")
+    with pytest.raises(MissingDependencyError) as info:
+        import mindstore.integrations.langgraph  # noqa: F401
+    _assert_names_extra(info.value, "langgraph")

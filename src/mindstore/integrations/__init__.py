@@ -1,0 +1,9 @@
+"""Adapters that plug mindstore into agent frameworks.
+
+Each lives in its own module and needs its own extra; importing a module without its extra
+raises :class:`~mindstore.errors.MissingDependencyError` naming the extra:
+
+- :mod:`mindstore.integrations.langgraph` — ``MindstoreStore``, a LangGraph ``BaseStore``
+  (``pip install 'mindstore[langgraph]'``).
+- :mod:`mindstore.mcp` — the MCP server behind ``mindstore mcp`` (``mindstore[mcp]``).
+"""
