@@ -740,3 +740,9 @@ def stats() -> None:
         out.json(counts)
         return
     out.table(["what", "count"], [[k, v] for k, v in counts.items()], title=f"store {env.db}")
+
+
+# ---- mcp (its own module: src/mindstore/cli/mcp_command.py) ----------------------------------
+from .mcp_command import mcp_command  # noqa: E402 - registered after the group exists
+
+cli.add_command(mcp_command)
