@@ -387,3 +387,23 @@ async def test_langgraph_graph_writes_and_recalls_a_memory(store: Store) -> None
         ScopeKey(namespace="agent", session_id=None, label=label), parse_query("tea")
     )
     assert [h.key for h in hits] == ["fact-1"]
+
+
+async def test_concurrent_operations(lg: MindstoreStore) -> None:
+    """Many interleaved puts, gets, searches, listings and deletes at once (as LangGraph's
+    own store tests run them): every op completes and the survivors are what the ops say."""
+    ns = ("test", "foo", "bar")
+
+    async def one(i: int) -> None:
+        await lg.aput((*ns, str(i % 2)), f"key{i}", {"foo": f"bar{i}"})
+        got = await lg.aget((*ns, str(i % 2)), f"key{i}")
+        assert got is not None and got.value == {"foo": f"bar{i}"}
+        await lg.alist_namespaces(max_depth=(i % 4) + 1)
+        await lg.asearch(("test",), query=f"bar{i}")
+        if i % 3 == 0:
+            await lg.adelete((*ns, str(i % 2)), f"key{i}")
+
+    await asyncio.gather(*(one(i) for i in range(60)))
+    left = await lg.asearch(("test",), limit=100)
+    assert sorted(i.key for i in left) == sorted(f"key{i}" for i in range(60) if i % 3)
+    assert await lg.alist_namespaces() == [(*ns, "0"), (*ns, "1")]

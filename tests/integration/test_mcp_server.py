@@ -287,3 +287,59 @@ def test_valid_toml_config(tmp_path: Path) -> None:
     ]
     assert config.blocks[1].root == str(tmp_path / "skills") and config.blocks[1].keys == ("a",)
     assert config.blocks[2].storage_options == {"endpoint_url": "http://127.0.0.1:9000"}
+
+
+def test_bad_session_or_namespace_is_a_usage_error(tmp_path: Path) -> None:
+    db = tmp_path / "never.db"
+    for args in (["mcp", "--session", ""], ["--namespace", "", "mcp"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "mindstore", "--db", str(db), *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+        assert done.returncode == 2 and done.stderr.startswith("Error: "), done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+    assert not db.exists()
+
+
+async def test_default_blocks_and_cached_prompt_in_process(tmp_path: Path) -> None:
+    """The SDK's in-process client against create_server: without a config the server offers
+    a namespace-wide memory and knowledge base; cached_prompt persists the frozen prompt so a
+    restarted server (a new Server object) serves the same prompt after memory changed."""
+    from mindstore.integrations.mcp import create_server
+    from mindstore.integrations.mcp_config import DEFAULT_BLOCKS, ServerConfig
+
+    async with SQLiteStore(str(tmp_path / "m.db")) as store:
+        plain = create_server(
+            store, ServerConfig(blocks=DEFAULT_BLOCKS), namespace="n", session_id="s"
+        )
+        async with Client(plain) as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert names == {"set_context", "search_context", "session_search"}
+            await client.call_tool("set_context", {"label": "memory", "content": "likes tea"})
+        # memory is namespace-wide: another session of the namespace sees it
+        other = create_server(
+            store, ServerConfig(blocks=DEFAULT_BLOCKS), namespace="n", session_id="t"
+        )
+        async with Client(other) as client:
+            got = await client.read_resource("mindstore://blocks/memory")
+            assert got.contents[0].text == "likes tea"
+
+        cached = ServerConfig(blocks=DEFAULT_BLOCKS, cached_prompt=True)
+        first = create_server(store, cached, namespace="n", session_id="c")
+        async with Client(first) as client:
+            prompt = (await client.read_resource("mindstore://prompt")).contents[0].text
+            assert "likes tea" in prompt
+            await client.call_tool("set_context", {"label": "memory", "content": "now coffee"})
+        restarted = create_server(store, cached, namespace="n", session_id="c")
+        async with Client(restarted) as client:
+            again = (await client.read_resource("mindstore://prompt")).contents[0].text
+        assert again == prompt
+        uncached = create_server(
+            store, ServerConfig(blocks=DEFAULT_BLOCKS), namespace="n", session_id="c2"
+        )
+        async with Client(uncached) as client:
+            fresh = (await client.read_resource("mindstore://prompt")).contents[0].text
+        assert "now coffee" in fresh

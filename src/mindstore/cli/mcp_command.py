@@ -62,9 +62,10 @@ def mcp_command(session_id: str | None, config_path: str | None, http: bool, por
         config = load_config(config_path) if config_path else ServerConfig(blocks=DEFAULT_BLOCKS)
     except ConfigError as exc:
         _usage_error(str(exc))
-    session = session_id or config.session or "default"
+    session = session_id if session_id is not None else (config.session or "default")
     try:
         check_name(session, "--session")
+        check_name(env.namespace, "--namespace")
     except ValueError as exc:
         _usage_error(str(exc))
     # Imported after validation so a config error is reported even without the extra.
