@@ -98,3 +98,16 @@ async def test_list_entry_labels_prefix_is_literal_and_skips_expired(store: Stor
     assert await store.list_entry_labels("n", prefix="a_") == ["a_b"]
     assert await store.list_entry_labels("n", prefix="zz") == []
     assert await store.list_entry_labels("m") == ["a-other-ns"]
+
+
+async def test_list_entry_labels_prefix_at_code_point_edges(store: Store) -> None:
+    labels = ["a\U0010ffff", "a\U0010ffffb", "b", "\ud7ffx", "\ue000", "Z[", 'Z["', "Z\\"]
+    for label in labels:
+        await store.put_entry(ns_key(label), "k", "x")
+    assert await store.list_entry_labels("n", prefix="a\U0010ffff") == [
+        "a\U0010ffff",
+        "a\U0010ffffb",
+    ]
+    assert await store.list_entry_labels("n", prefix="\ud7ff") == ["\ud7ffx"]
+    assert await store.list_entry_labels("n", prefix="Z[") == ["Z[", 'Z["']
+    assert await store.list_entry_labels("n", prefix="") == sorted(labels)

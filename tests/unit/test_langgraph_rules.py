@@ -68,3 +68,16 @@ def test_text_leaves_keep_strings_in_order() -> None:
         "two",
         "three",
     ]
+
+
+@given(st.text(max_size=6), st.text(max_size=6))
+def test_prefix_upper_bound_is_exactly_starts_with(prefix: str, label: str) -> None:
+    from mindstore.store._checks import prefix_upper_bound
+
+    prefix, label = (s.encode("utf-8", "ignore").decode() for s in (prefix, label))
+    bound = prefix_upper_bound(prefix)
+    inside = label >= prefix and (bound is None or label < bound)
+    assert inside == label.startswith(prefix)
+    # Also holds for labels built from the prefix itself (the interesting neighbours).
+    for near in (prefix, prefix + label, prefix[:-1] + label):
+        assert (near >= prefix and (bound is None or near < bound)) == near.startswith(prefix)

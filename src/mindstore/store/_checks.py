@@ -98,6 +98,21 @@ def check_expiry(value: Any) -> datetime | None:
     return value
 
 
+def prefix_upper_bound(prefix: str) -> str | None:
+    """The least string greater than every string that starts with ``prefix``, in code-point
+    order (SQLite's BINARY collation over UTF-8, PostgreSQL's ``COLLATE "C"``): ``label >=
+    prefix AND label < bound`` is then exactly "starts with ``prefix``" as an index range.
+    None when there is no such bound (empty prefix, or one made only of U+10FFFF)."""
+    chars = list(prefix)
+    while chars:
+        code = ord(chars.pop()) + 1
+        if code == 0xD800:  # surrogates cannot be stored; the next storable code point
+            code = 0xE000
+        if code <= 0x10FFFF:
+            return "".join(chars) + chr(code)
+    return None
+
+
 def check_int(value: Any, field: str = "limit") -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{field} must be an integer, got {type(value).__name__}")

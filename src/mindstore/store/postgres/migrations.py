@@ -221,11 +221,14 @@ m005_message_search_table: Final = [
 # exactly without being indexed (``data``), items report when they were created (``created_at``;
 # NULL for older rows, read as ``updated_at``) and may expire (``expires_at``, NULL = never).
 # Expired entries are left out of label listings and removed by a sweep; the partial index
-# keeps that sweep from scanning entries that never expire.
+# keeps that sweep from scanning entries that never expire. Labels are listed by prefix (the
+# LangGraph namespaces under a prefix) in code-point order whatever the database collation,
+# which the primary key (default collation) cannot serve: ``entries_by_label`` can.
 m006_entry_records: Final = [
     "ALTER TABLE entries ADD COLUMN data text, ADD COLUMN created_at timestamptz, "
     "ADD COLUMN expires_at timestamptz",
     "CREATE INDEX entries_by_expiry ON entries (expires_at) WHERE expires_at IS NOT NULL",
+    'CREATE INDEX entries_by_label ON entries (namespace, scope, label COLLATE "C")',
 ]
 
 MIGRATIONS: Final[list[tuple[int, str, list[str]]]] = [

@@ -88,6 +88,7 @@ from mindstore.store._checks import (
     check_session_fields,
     check_text,
     not_found,
+    prefix_upper_bound,
 )
 from mindstore.store.base import (
     AUTO,
@@ -1405,13 +1406,25 @@ class PostgresStore:
     async def list_entry_labels(self, namespace: str, *, prefix: str = "") -> list[str]:
         check_name(namespace, "namespace")
         check_text(prefix, "prefix")
-        # ``label >= prefix`` lets the (namespace, scope, label, …) index start at the prefix;
-        # left() compares the prefix literally (LIKE would need its wildcards escaped).
+        # A loose index scan over the (namespace, scope, label COLLATE "C") index of m006: each
+        # step seeks the next distinct label, so the cost grows with the labels, not with their
+        # entries. Comparing in "C" (code-point) order makes [prefix, bound) exactly the labels
+        # that start with ``prefix`` whatever the database's collation.
+        bound = prefix_upper_bound(prefix)
+        below = "" if bound is None else ' AND label COLLATE "C" < %(hi)s'
         rows = await self._fetchall(
-            "SELECT DISTINCT label FROM entries WHERE namespace = %s AND scope = '' "
-            "AND label >= %s AND left(label, %s) = %s "
-            "AND (expires_at IS NULL OR expires_at > clock_timestamp()) ORDER BY label",
-            (namespace, prefix, len(prefix), prefix),
+            "WITH RECURSIVE l(label) AS ("
+            ' SELECT (SELECT min(label COLLATE "C") FROM entries'
+            " WHERE namespace = %(ns)s AND scope = ''"
+            f' AND label COLLATE "C" >= %(lo)s{below})'
+            " UNION ALL"
+            ' SELECT (SELECT min(label COLLATE "C") FROM entries'
+            " WHERE namespace = %(ns)s AND scope = ''"
+            f' AND label COLLATE "C" > l.label{below}) FROM l WHERE l.label IS NOT NULL)'
+            " SELECT label FROM l WHERE label IS NOT NULL AND EXISTS ("
+            "SELECT 1 FROM entries e WHERE e.namespace = %(ns)s AND e.scope = '' "
+            "AND e.label = l.label AND (e.expires_at IS NULL OR e.expires_at > clock_timestamp()))",
+            {"ns": namespace, "lo": prefix, "hi": bound},
         )
         return [r[0] for r in rows]
 

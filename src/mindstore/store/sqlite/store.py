@@ -155,6 +155,7 @@ from mindstore.store._checks import (
     check_scope,
     check_session_fields,
     check_text,
+    prefix_upper_bound,
 )
 from mindstore.store.base import (
     AUTO,
@@ -1653,13 +1654,25 @@ class SQLiteStore:
     async def list_entry_labels(self, namespace: str, *, prefix: str = "") -> list[str]:
         check_name(namespace, "namespace")
         check_text(prefix, "prefix")
-        # ``label >= prefix`` lets the (namespace, scope, label, …) index start at the prefix.
+        # A loose index scan: each step seeks the next distinct label in the (namespace, scope,
+        # label, key) index, so the cost grows with the labels, not with their entries; the
+        # range [prefix, bound) is exactly the labels that start with ``prefix`` (BINARY order).
+        bound = prefix_upper_bound(prefix)
+        below = "" if bound is None else " AND label < :hi"
+        sql = (
+            "WITH RECURSIVE l(label) AS ("
+            " SELECT (SELECT min(label) FROM entries WHERE namespace = :ns AND scope = ''"
+            f" AND label >= :lo{below})"
+            " UNION ALL"
+            " SELECT (SELECT min(label) FROM entries WHERE namespace = :ns AND scope = ''"
+            f" AND label > l.label{below}) FROM l WHERE l.label IS NOT NULL)"
+            " SELECT label FROM l WHERE label IS NOT NULL AND EXISTS ("
+            "SELECT 1 FROM entries e WHERE e.namespace = :ns AND e.scope = '' "
+            "AND e.label = l.label AND (e.expires_us IS NULL OR e.expires_us > :now))"
+        )
         with self._tx(write=False) as conn:
             rows = conn.execute(
-                "SELECT DISTINCT label FROM entries WHERE namespace = ? AND scope = '' "
-                "AND label >= ? AND substr(label, 1, ?) = ? "
-                "AND (expires_us IS NULL OR expires_us > ?) ORDER BY label",
-                (namespace, prefix, len(prefix), prefix, _now_us()),
+                sql, {"ns": namespace, "lo": prefix, "hi": bound, "now": _now_us()}
             ).fetchall()
         return [r[0] for r in rows]
 
