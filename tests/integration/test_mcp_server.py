@@ -189,6 +189,18 @@ async def test_session_option_overrides_the_config(setup: dict[str, Any]) -> Non
         assert [s.key for s in states] == ["deploy"]
 
 
+def non_loopback_address() -> str | None:
+    """An IPv4 address of this machine other than loopback, if it has one (no packet is sent:
+    connecting a UDP socket only picks the outgoing interface)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("10.255.255.255", 1))
+        except OSError:
+            return None
+        address = str(s.getsockname()[0])
+    return None if address.startswith("127.") else address
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -215,6 +227,10 @@ async def test_http_server_binds_loopback(setup: dict[str, Any]) -> None:
                 assert proc.returncode is None, "the HTTP server exited"
                 assert time.monotonic() < deadline, "the HTTP server did not start"
                 await asyncio.sleep(0.1)
+        external = non_loopback_address()
+        if external is not None:  # bound to 127.0.0.1 only: another interface refuses
+            with pytest.raises(OSError):
+                await asyncio.open_connection(external, port)
         async with asyncio.timeout(120), Client(f"http://127.0.0.1:{port}/mcp") as client:
             await exercise(client)
     finally:
