@@ -407,3 +407,47 @@ async def test_concurrent_operations(lg: MindstoreStore) -> None:
     left = await lg.asearch(("test",), limit=100)
     assert sorted(i.key for i in left) == sorted(f"key{i}" for i in range(60) if i % 3)
     assert await lg.alist_namespaces() == [(*ns, "0"), (*ns, "1")]
+
+
+def build_sync_graph(store: BaseStore) -> Any:
+    """The same memory graph with *sync* nodes: LangGraph calls the store's sync methods."""
+
+    def remember(state: MemoryState, *, store: BaseStore) -> dict[str, Any]:
+        if state["text"].startswith("remember: "):
+            fact = state["text"].removeprefix("remember: ")
+            n = len(store.search(("memories", state["user_id"]), limit=100))
+            store.put(("memories", state["user_id"]), f"fact-{n}", {"fact": fact})
+        return {"log": []}
+
+    def recall(state: MemoryState, *, store: BaseStore) -> dict[str, Any]:
+        hits = store.search(("memories", state["user_id"]), query=state["text"], limit=3)
+        return {"log": [f"recalled {h.value['fact']}" for h in hits]}
+
+    graph = StateGraph(MemoryState)
+    graph.add_node("remember", remember)
+    graph.add_node("recall", recall)
+    graph.add_edge(START, "remember")
+    graph.add_edge("remember", "recall")
+    graph.add_edge("recall", END)
+    return graph.compile(store=store)
+
+
+async def test_sync_nodes_under_ainvoke(store: Store) -> None:
+    """ainvoke runs sync nodes in worker threads; their sync store calls run on this loop
+    (PostgreSQL's pool lives here)."""
+    lg = MindstoreStore(store, namespace="agent")
+    app = build_sync_graph(lg)
+    await app.ainvoke({"user_id": "u1", "text": "remember: the meeting is on Tuesday"})
+    out = await app.ainvoke({"user_id": "u1", "text": "meeting"})
+    assert out["log"] == ["recalled the meeting is on Tuesday"]
+
+
+def test_sync_graph_invoke_on_sqlite(tmp_path: Any) -> None:
+    """A plain script: graph.invoke, no event loop anywhere, a SQLite file."""
+    from mindstore import SQLiteStore
+
+    store = SQLiteStore(str(tmp_path / "sync.db"))
+    app = build_sync_graph(MindstoreStore(store))
+    app.invoke({"user_id": "u1", "text": "remember: the cat is called Tom"})
+    assert app.invoke({"user_id": "u1", "text": "cat"})["log"] == ["recalled the cat is called Tom"]
+    asyncio.run(store.aclose())
