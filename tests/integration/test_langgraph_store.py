@@ -273,6 +273,11 @@ async def test_ttl_expiry_refresh_and_sweep(store: Store) -> None:
     await store.set_entry_expiry(key, {"short": now - timedelta(seconds=1)})
     assert await lg.aget(ns, "short") is None
     assert "short" not in {i.key for i in await lg.asearch(ns)}
+    await lg.aput(ns, "newest", {"text": "newest"}, ttl=1)
+    await store.set_entry_expiry(key, {"newest": now - timedelta(seconds=1)})
+    # The newest item has expired: a one-item page still holds the next one.
+    assert [i.key for i in await lg.asearch(ns, limit=1)] == ["forever"]
+    assert [i.key for i in await lg.asearch(ns, limit=1, offset=1)] == ["default"]
     assert await lg.asearch(ns, query="short lived") == []
     await lg.aput(("only", "expired"), "x", {"v": 1}, ttl=1)
     await store.set_entry_expiry(
@@ -280,7 +285,7 @@ async def test_ttl_expiry_refresh_and_sweep(store: Store) -> None:
         {"x": now - timedelta(seconds=1)},
     )
     assert ("only", "expired") not in await lg.alist_namespaces()
-    assert await lg.sweep_ttl() == 2
+    assert await lg.sweep_ttl() == 3
     assert await lg.sweep_ttl() == 0
     assert {i.key for i in await lg.asearch(ns)} == {"default", "forever"}
 

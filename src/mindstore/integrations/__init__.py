@@ -5,5 +5,6 @@ raises :class:`~mindstore.errors.MissingDependencyError` naming the extra:
 
 - :mod:`mindstore.integrations.langgraph` — ``MindstoreStore``, a LangGraph ``BaseStore``
   (``pip install 'mindstore[langgraph]'``).
-- :mod:`mindstore.mcp` — the MCP server behind ``mindstore mcp`` (``mindstore[mcp]``).
+- :mod:`mindstore.integrations.mcp` — the MCP server behind ``mindstore mcp``
+  (``mindstore[mcp]``).
 """

@@ -225,7 +225,7 @@ class MindstoreStore(BaseStore):
         for label, ns in spaces:
             key = ScopeKey(namespace=self.namespace, session_id=None, label=label)
             if parsed is None or parsed.empty:
-                entries = await self.store.list_entries(key)
+                entries = await self._list_collection(key, op, offset, now)
                 scores: dict[str, float | None] = {e.key: None for e in entries}
             else:
                 entries, scores = await self._query_collection(key, parsed, op, offset)
@@ -247,6 +247,20 @@ class MindstoreStore(BaseStore):
             for ns, items in by_space.items():
                 await self._refresh(self._key(ns), items)
         return [_item(ns, entry, record, SearchItem, score) for ns, entry, record, score in page]
+
+    async def _list_collection(
+        self, key: ScopeKey, op: SearchOp, offset: int, now: datetime
+    ) -> list[Entry]:
+        """A collection's entries, newest first: without a filter only the first
+        ``offset + limit`` can reach the page (the merge across collections is by the same
+        order), unless expired ones among them leave it short — then all of them."""
+        if op.filter:
+            return await self.store.list_entries(key)
+        want = offset + op.limit
+        entries = await self.store.list_entries(key, limit=want)
+        if len(entries) == want and any(_expired(e, now) for e in entries):
+            entries = await self.store.list_entries(key)
+        return entries
 
     async def _query_collection(
         self, key: ScopeKey, parsed: ParsedQuery, op: SearchOp, offset: int
