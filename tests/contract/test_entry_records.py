@@ -111,3 +111,11 @@ async def test_list_entry_labels_prefix_at_code_point_edges(store: Store) -> Non
     assert await store.list_entry_labels("n", prefix="\ud7ff") == ["\ud7ffx"]
     assert await store.list_entry_labels("n", prefix="Z[") == ["Z[", 'Z["']
     assert await store.list_entry_labels("n", prefix="") == sorted(labels)
+
+
+async def test_a_new_entry_was_created_when_it_was_updated(store: Store) -> None:
+    """One clock reading for both times (PostgreSQL used two and they differed by 1 µs)."""
+    for i in range(30):
+        await store.put_entry(ns_key("col"), f"k{i}", "x")
+    for entry in await store.list_entries(ns_key("col")):
+        assert entry.created_at == entry.updated_at

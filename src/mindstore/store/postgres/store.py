@@ -66,6 +66,7 @@ from typing import TYPE_CHECKING, Any, Final, Self, TypeVar
 from mindstore.errors import (
     CompactionError,
     ConflictError,
+    InvalidKeyError,
     InvalidMessageError,
     MessageNotFoundError,
     MissingDependencyError,
@@ -1357,15 +1358,18 @@ class PostgresStore:
 
         async def run(conn: Conn) -> None:
             await conn.execute(
+                # One clock reading for both times: a new entry's created_at equals its
+                # updated_at exactly (two clock_timestamp() calls differ by microseconds).
                 "INSERT INTO entries (namespace, scope, label, key, content, description, tsv, "
-                "tsv_prefix, data, created_at, expires_at) "
-                "VALUES (%(ns)s, %(scope)s, %(label)s, %(key)s, %(content)s, %(desc)s, "
-                f"{_ENTRY_TSV}, {_ENTRY_TSV_PREFIX}, %(data)s, clock_timestamp(), %(exp)s) "
+                "tsv_prefix, data, created_at, updated_at, expires_at) "
+                "SELECT %(ns)s, %(scope)s, %(label)s, %(key)s, %(content)s, %(desc)s, "
+                f"{_ENTRY_TSV}, {_ENTRY_TSV_PREFIX}, %(data)s, t.now, t.now, %(exp)s "
+                "FROM (SELECT clock_timestamp() AS now) t "
                 "ON CONFLICT (namespace, scope, label, key) DO UPDATE SET "
                 "content = excluded.content, description = excluded.description, "
                 "tsv = excluded.tsv, tsv_prefix = excluded.tsv_prefix, "
                 "data = excluded.data, expires_at = excluded.expires_at, "
-                "updated_at = clock_timestamp()",
+                "updated_at = excluded.updated_at",
                 {
                     "ns": k[0],
                     "scope": k[1],
@@ -1413,7 +1417,7 @@ class PostgresStore:
 
     async def list_entry_labels(self, namespace: str, *, prefix: str = "") -> list[str]:
         check_name(namespace, "namespace")
-        check_text(prefix, "prefix")
+        check_text(prefix, "prefix", InvalidKeyError)
         # A loose index scan over the (namespace, scope, label COLLATE "C") index of m006: each
         # step seeks the next distinct label, so the cost grows with the labels, not with their
         # entries. Comparing in "C" (code-point) order makes [prefix, bound) exactly the labels

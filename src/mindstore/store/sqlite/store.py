@@ -139,6 +139,7 @@ from typing import Any, Literal, Self
 from mindstore.errors import (
     CompactionError,
     ConflictError,
+    InvalidKeyError,
     InvalidMessageError,
     MessageNotFoundError,
     SchemaVersionError,
@@ -1720,7 +1721,7 @@ class SQLiteStore:
 
     async def list_entry_labels(self, namespace: str, *, prefix: str = "") -> list[str]:
         check_name(namespace, "namespace")
-        check_text(prefix, "prefix")
+        check_text(prefix, "prefix", InvalidKeyError)
         # A loose index scan: each step seeks the next distinct label in the (namespace, scope,
         # label, key) index, so the cost grows with the labels, not with their entries; the
         # range [prefix, bound) is exactly the labels that start with ``prefix`` (BINARY order).
