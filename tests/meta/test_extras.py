@@ -120,3 +120,11 @@ def test_mcp_command_without_the_extra_names_it(tmp_path: Path) -> None:
     assert done.stderr.strip() == (
         "Error: mcp is not installed; install it with: pip install 'mindstore[mcp]'"
     )
+
+
+def test_openai_agents_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    _hide(monkeypatch, "agents")
+    _reimport(monkeypatch, "mindstore.integrations.openai_agents")
+    with pytest.raises(MissingDependencyError) as info:
+        import mindstore.integrations.openai_agents  # noqa: F401
+    _assert_names_extra(info.value, "openai-agents")

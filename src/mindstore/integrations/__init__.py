@@ -7,4 +7,7 @@ raises :class:`~mindstore.errors.MissingDependencyError` naming the extra:
   (``pip install 'mindstore[langgraph]'``).
 - :mod:`mindstore.integrations.mcp` — the MCP server behind ``mindstore mcp``
   (``mindstore[mcp]``).
+- :mod:`mindstore.integrations.openai_agents` — ``MindstoreSession``, an OpenAI Agents SDK
+  session (``pip install 'mindstore[openai-agents]'``); its item mapping is the pure
+  :mod:`mindstore.integrations.openai_items`.
 """
