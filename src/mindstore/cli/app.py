@@ -879,3 +879,6 @@ def stats() -> None:
 from .mcp_command import mcp_command  # noqa: E402 - registered after the group exists
 
 cli.add_command(mcp_command)
+
+# ---- commands in their own modules (registered on import) -----------------------------------
+from . import namespaces as _namespaces  # noqa: E402,F401
