@@ -14,6 +14,7 @@ The tree::
     ├── CompactionError                              no compaction function, or an invalid result
     ├── SchemaVersionError                           the database was written by a newer mindstore
     ├── StoreError                                   a driver failure (original on __cause__)
+    ├── ConfigError              (also ValueError)   an invalid `mindstore mcp --config` file
     └── MissingDependencyError   (also ImportError)  an optional extra is not installed
 
 Invariant: an operation that raises any of these has changed nothing in the store.
@@ -25,6 +26,7 @@ from __future__ import annotations
 __all__ = [
     "BlockNotFoundError",
     "CompactionError",
+    "ConfigError",
     "ConflictError",
     "InvalidKeyError",
     "InvalidMessageError",
@@ -85,6 +87,10 @@ class SchemaVersionError(MindstoreError):
 
 class StoreError(MindstoreError):
     """The storage driver failed; the original exception is on ``__cause__``."""
+
+
+class ConfigError(MindstoreError, ValueError):
+    """A configuration file (``mindstore mcp --config``) is invalid; the message says where."""
 
 
 class MissingDependencyError(MindstoreError, ImportError):

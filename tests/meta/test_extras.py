@@ -7,7 +7,9 @@ raise ImportError) and re-importing the mindstore modules that guard them.
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import sys
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -88,6 +90,36 @@ def test_s3_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(MissingDependencyError) as info:
         asyncio.run(load())
     _assert_names_extra(info.value, "s3")
+
+
+def test_langgraph_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    _hide(monkeypatch, "langgraph")
+    _reimport(monkeypatch, "mindstore.integrations.langgraph")
+    with pytest.raises(MissingDependencyError) as info:
+        import mindstore.integrations.langgraph  # noqa: F401
+    _assert_names_extra(info.value, "langgraph")
+
+
+def test_mcp_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    _hide(monkeypatch, "mcp", "mcp_types")
+    _reimport(monkeypatch, "mindstore.integrations.mcp")
+    with pytest.raises(MissingDependencyError) as info:
+        import mindstore.integrations.mcp  # noqa: F401
+    _assert_names_extra(info.value, "mcp")
+
+
+def test_mcp_command_without_the_extra_names_it(tmp_path: Path) -> None:
+    """The CLI reports the missing extra as one line (exit 1), not a traceback."""
+    code = (
+        "import sys; sys.modules['mcp'] = None; sys.modules['mcp_types'] = None\n"
+        "from mindstore.cli import main\n"
+        f"main(['--db', {str(tmp_path / 'm.db')!r}, 'mcp'])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.strip() == (
+        "Error: mcp is not installed; install it with: pip install 'mindstore[mcp]'"
+    )
 
 
 def test_openai_agents_extra(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -895,5 +895,10 @@ def stats() -> None:
     out.table(["what", "count"], [[k, v] for k, v in counts.items()], title=f"store {env.db}")
 
 
+# ---- mcp (its own module: src/mindstore/cli/mcp_command.py) ----------------------------------
+from .mcp_command import mcp_command  # noqa: E402 - registered after the group exists
+
+cli.add_command(mcp_command)
+
 # ---- commands in their own modules (registered on import) -----------------------------------
 from . import namespaces as _namespaces  # noqa: E402,F401

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any, Final
 
 from mindstore.errors import InvalidKeyError, InvalidMessageError, MessageNotFoundError
@@ -118,6 +119,28 @@ def check_text(value: Any, field: str, error: type[ValueError] = ValueError) -> 
     if not _encodable(value):
         raise error(f"{field} contains a lone surrogate; strings must be valid Unicode")
     return value
+
+
+def check_expiry(value: Any) -> datetime | None:
+    """An entry's expiry: None (never) or a timezone-aware datetime."""
+    if value is not None and (not isinstance(value, datetime) or value.tzinfo is None):
+        raise TypeError("expires_at must be None or a timezone-aware datetime")
+    return value
+
+
+def prefix_upper_bound(prefix: str) -> str | None:
+    """The least string greater than every string that starts with ``prefix``, in code-point
+    order (SQLite's BINARY collation over UTF-8, PostgreSQL's ``COLLATE "C"``): ``label >=
+    prefix AND label < bound`` is then exactly "starts with ``prefix``" as an index range.
+    None when there is no such bound (empty prefix, or one made only of U+10FFFF)."""
+    chars = list(prefix)
+    while chars:
+        code = ord(chars.pop()) + 1
+        if code == 0xD800:  # surrogates cannot be stored; the next storable code point
+            code = 0xE000
+        if code <= 0x10FFFF:
+            return "".join(chars) + chr(code)
+    return None
 
 
 def check_int(value: Any, field: str = "limit") -> int:

@@ -152,6 +152,14 @@ class Entry:
     content: str
     description: str | None
     updated_at: datetime
+    data: str | None = None
+    """An opaque payload stored with the entry and never indexed (the LangGraph store keeps an
+    item's JSON value here)."""
+    created_at: datetime | None = None
+    """When the entry was first written (``updated_at`` for entries older than the column)."""
+    expires_at: datetime | None = None
+    """When the entry expires (None: never). Expired entries are still returned by ``get_entry``
+    and ``get_entries`` until swept; callers that honour expiry check this field."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -365,9 +373,38 @@ class Store(Protocol):
 
     # ---- keyed entries (StoreSearchProvider, StoreSkillProvider) -----------------------------
     async def put_entry(
-        self, key: ScopeKey, entry_key: str, content: str, *, description: str | None = None
+        self,
+        key: ScopeKey,
+        entry_key: str,
+        content: str,
+        *,
+        description: str | None = None,
+        data: str | None = None,
+        expires_at: datetime | None = None,
     ) -> None:
-        """Upsert by ``entry_key``, reindexing for search."""
+        """Upsert by ``entry_key``, reindexing ``content`` (and key, description) for search.
+        ``data`` is stored as given and never indexed; ``expires_at`` (None: never) replaces
+        the entry's expiry; an update keeps the entry's ``created_at``."""
+        ...
+
+    async def get_entries(self, key: ScopeKey, entry_keys: Sequence[str]) -> list[Entry]:
+        """The entries among ``entry_keys`` (unknown keys are left out), in the order asked."""
+        ...
+
+    async def list_entry_labels(self, namespace: str, *, prefix: str = "") -> list[str]:
+        """Sorted distinct labels of the namespace-wide entry collections (``session_id=None``)
+        whose label starts with ``prefix`` (taken literally) and that hold at least one entry
+        that has not expired."""
+        ...
+
+    async def set_entry_expiry(self, key: ScopeKey, expiries: Mapping[str, datetime | None]) -> int:
+        """Set the expiry of the named entries (``updated_at`` unchanged); returns how many
+        existed. Unknown keys are ignored."""
+        ...
+
+    async def delete_expired_entries(self, namespace: str | None = None) -> int:
+        """Delete every entry whose ``expires_at`` has passed (in ``namespace``, or in every
+        namespace), with its search rows; returns the number deleted."""
         ...
 
     async def get_entry(self, key: ScopeKey, entry_key: str) -> Entry | None: ...

@@ -216,12 +216,28 @@ m005_message_search_table: Final = [
     "ALTER TABLE messages DROP COLUMN tsv, DROP COLUMN text, DROP COLUMN tool_text",
 ]
 
+# Why: the LangGraph store (mindstore.integrations.langgraph) keeps each item as a keyed entry:
+# ``content`` is the text indexed for search, while the item's JSON value must round-trip
+# exactly without being indexed (``data``), items report when they were created (``created_at``;
+# NULL for older rows, read as ``updated_at``) and may expire (``expires_at``, NULL = never).
+# Expired entries are left out of label listings and removed by a sweep; the partial index
+# keeps that sweep from scanning entries that never expire. Labels are listed by prefix (the
+# LangGraph namespaces under a prefix) in code-point order whatever the database collation,
+# which the primary key (default collation) cannot serve: ``entries_by_label`` can.
+m006_entry_records: Final = [
+    "ALTER TABLE entries ADD COLUMN data text, ADD COLUMN created_at timestamptz, "
+    "ADD COLUMN expires_at timestamptz",
+    "CREATE INDEX entries_by_expiry ON entries (expires_at) WHERE expires_at IS NOT NULL",
+    'CREATE INDEX entries_by_label ON entries (namespace, scope, label COLLATE "C")',
+]
+
 MIGRATIONS: Final[list[tuple[int, str, list[str]]]] = [
     (1, "m001_message_tree", m001_message_tree),
     (2, "m002_message_search", m002_message_search),
     (3, "m003_context_state", m003_context_state),
     (4, "m004_entries", m004_entries),
     (5, "m005_message_search_table", m005_message_search_table),
+    (6, "m006_entry_records", m006_entry_records),
 ]
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]

@@ -66,12 +66,14 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
+from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Self, TypeVar
 
 from mindstore.errors import (
     CompactionError,
     ConflictError,
+    InvalidKeyError,
     InvalidMessageError,
     MessageNotFoundError,
     MissingDependencyError,
@@ -84,6 +86,7 @@ from mindstore.search import ParsedQuery, SearchResult, index_text, search_resul
 from mindstore.store._checks import (
     CREATE_FIELDS,
     check_entry_key,
+    check_expiry,
     check_id,
     check_int,
     check_key,
@@ -93,6 +96,7 @@ from mindstore.store._checks import (
     check_session_fields,
     check_text,
     not_found,
+    prefix_upper_bound,
 )
 from mindstore.store.base import (
     AUTO,
@@ -248,6 +252,21 @@ _INSERT_MANY_SQL = (
     + tsvector_sql("u.itext", "u.itool")
     + " FROM u JOIN ins ON ins.seq = u.seq ORDER BY u.ord"
 )
+
+_ENTRY_COLUMNS: Final = "key, content, description, updated_at, data, created_at, expires_at"
+
+
+def _entry(row: Sequence[Any]) -> Entry:
+    return Entry(
+        key=row[0],
+        content=row[1],
+        description=row[2],
+        updated_at=row[3],
+        data=row[4],
+        created_at=row[3] if row[5] is None else row[5],
+        expires_at=row[6],
+    )
+
 
 _ENTRY_TSV = tsvector_sql("%(imain)s", "%(idesc)s")
 _ENTRY_TSV_PREFIX = tsvector_sql("%(imain)s", "%(idesc)s", "simple")
@@ -1413,25 +1432,39 @@ class PostgresStore:
 
     # ---- keyed entries -----------------------------------------------------------------------
     async def put_entry(
-        self, key: ScopeKey, entry_key: str, content: str, *, description: str | None = None
+        self,
+        key: ScopeKey,
+        entry_key: str,
+        content: str,
+        *,
+        description: str | None = None,
+        data: str | None = None,
+        expires_at: datetime | None = None,
     ) -> None:
         k = check_scope(key)
         check_entry_key(entry_key)
         check_text(content, "content")
         if description is not None:
             check_text(description, "description")
+        if data is not None:
+            check_text(data, "data")
+        check_expiry(expires_at)
         imain, idesc = index_tokens(f"{entry_key}\n{content}", description or "")
 
         async def run(conn: Conn) -> None:
             await conn.execute(
+                # One clock reading for both times: a new entry's created_at equals its
+                # updated_at exactly (two clock_timestamp() calls differ by microseconds).
                 "INSERT INTO entries (namespace, scope, label, key, content, description, tsv, "
-                "tsv_prefix) "
-                "VALUES (%(ns)s, %(scope)s, %(label)s, %(key)s, %(content)s, %(desc)s, "
-                f"{_ENTRY_TSV}, {_ENTRY_TSV_PREFIX}) "
+                "tsv_prefix, data, created_at, updated_at, expires_at) "
+                "SELECT %(ns)s, %(scope)s, %(label)s, %(key)s, %(content)s, %(desc)s, "
+                f"{_ENTRY_TSV}, {_ENTRY_TSV_PREFIX}, %(data)s, t.now, t.now, %(exp)s "
+                "FROM (SELECT clock_timestamp() AS now) t "
                 "ON CONFLICT (namespace, scope, label, key) DO UPDATE SET "
                 "content = excluded.content, description = excluded.description, "
                 "tsv = excluded.tsv, tsv_prefix = excluded.tsv_prefix, "
-                "updated_at = clock_timestamp()",
+                "data = excluded.data, expires_at = excluded.expires_at, "
+                "updated_at = excluded.updated_at",
                 {
                     "ns": k[0],
                     "scope": k[1],
@@ -1441,34 +1474,100 @@ class PostgresStore:
                     "desc": description,
                     "imain": imain,
                     "idesc": idesc,
+                    "data": data,
+                    "exp": expires_at,
                 },
             )
 
         await self._write(run)
 
     async def get_entry(self, key: ScopeKey, entry_key: str) -> Entry | None:
+        found = await self.get_entries(key, [entry_key])
+        return found[0] if found else None
+
+    async def get_entries(self, key: ScopeKey, entry_keys: Sequence[str]) -> list[Entry]:
         k = check_scope(key)
-        check_entry_key(entry_key)
-        row = await self._fetchone(
-            "SELECT key, content, description, updated_at FROM entries "
-            "WHERE namespace = %s AND scope = %s AND label = %s AND key = %s",
-            (*k, entry_key),
+        keys = [check_entry_key(e) for e in entry_keys]
+        if not keys:
+            return []
+        rows = await self._fetchall(
+            f"SELECT {_ENTRY_COLUMNS} FROM entries "
+            "WHERE namespace = %s AND scope = %s AND label = %s AND key = ANY(%s)",
+            (*k, keys),
         )
-        if row is None:
-            return None
-        return Entry(key=row[0], content=row[1], description=row[2], updated_at=row[3])
+        found = {r[0]: _entry(r) for r in rows}
+        return [found[e] for e in dict.fromkeys(keys) if e in found]
 
     async def list_entries(self, key: ScopeKey, *, limit: int | None = None) -> list[Entry]:
         k = check_scope(key)
         if limit is not None:
             check_int(limit, "limit")
         rows = await self._fetchall(
-            "SELECT key, content, description, updated_at FROM entries "
+            f"SELECT {_ENTRY_COLUMNS} FROM entries "
             "WHERE namespace = %s AND scope = %s AND label = %s "
             "ORDER BY updated_at DESC, key DESC LIMIT %s",
             (*k, None if limit is None else max(0, limit)),
         )
-        return [Entry(key=r[0], content=r[1], description=r[2], updated_at=r[3]) for r in rows]
+        return [_entry(r) for r in rows]
+
+    async def list_entry_labels(self, namespace: str, *, prefix: str = "") -> list[str]:
+        check_name(namespace, "namespace")
+        check_text(prefix, "prefix", InvalidKeyError)
+        # A loose index scan over the (namespace, scope, label COLLATE "C") index of m006: each
+        # step seeks the next distinct label, so the cost grows with the labels, not with their
+        # entries. Comparing in "C" (code-point) order makes [prefix, bound) exactly the labels
+        # that start with ``prefix`` whatever the database's collation.
+        bound = prefix_upper_bound(prefix)
+        below = "" if bound is None else ' AND label COLLATE "C" < %(hi)s'
+        rows = await self._fetchall(
+            "WITH RECURSIVE l(label) AS ("
+            ' SELECT (SELECT min(label COLLATE "C") FROM entries'
+            " WHERE namespace = %(ns)s AND scope = ''"
+            f' AND label COLLATE "C" >= %(lo)s{below})'
+            " UNION ALL"
+            ' SELECT (SELECT min(label COLLATE "C") FROM entries'
+            " WHERE namespace = %(ns)s AND scope = ''"
+            f' AND label COLLATE "C" > l.label{below}) FROM l WHERE l.label IS NOT NULL)'
+            " SELECT label FROM l WHERE label IS NOT NULL AND EXISTS ("
+            "SELECT 1 FROM entries e WHERE e.namespace = %(ns)s AND e.scope = '' "
+            "AND e.label = l.label AND (e.expires_at IS NULL OR e.expires_at > clock_timestamp()))",
+            {"ns": namespace, "lo": prefix, "hi": bound},
+        )
+        return [r[0] for r in rows]
+
+    async def set_entry_expiry(self, key: ScopeKey, expiries: Mapping[str, datetime | None]) -> int:
+        k = check_scope(key)
+        rows = [(check_expiry(at), *k, check_entry_key(e)) for e, at in expiries.items()]
+        if not rows:
+            return 0
+
+        async def run(conn: Conn) -> int:
+            n = 0
+            for row in rows:
+                cur = await conn.execute(
+                    "UPDATE entries SET expires_at = %s "
+                    "WHERE namespace = %s AND scope = %s AND label = %s AND key = %s",
+                    row,
+                )
+                n += cur.rowcount
+            return n
+
+        return await self._write(run)
+
+    async def delete_expired_entries(self, namespace: str | None = None) -> int:
+        if namespace is not None:
+            check_name(namespace, "namespace")
+
+        async def run(conn: Conn) -> int:
+            cur = await conn.execute(
+                "DELETE FROM entries WHERE expires_at IS NOT NULL "
+                "AND expires_at <= clock_timestamp() "
+                "AND (%(ns)s::text IS NULL OR namespace = %(ns)s::text)",
+                {"ns": namespace},
+            )
+            return cur.rowcount
+
+        return await self._write(run)
 
     async def count_entries(self, key: ScopeKey) -> int:
         k = check_scope(key)

@@ -182,6 +182,19 @@ m006_sessions_by_update: Final = """
 CREATE INDEX sessions_by_update ON sessions (namespace, updated_us, session_id);
 """
 
+# Why: the LangGraph store (mindstore.integrations.langgraph) keeps each item as a keyed entry:
+# ``content`` is the text indexed for search, while the item's JSON value must round-trip
+# exactly without being indexed (``data``), items report when they were created
+# (``created_us``; NULL for older rows, read as ``updated_us``) and may expire (``expires_us``,
+# NULL = never). Expired entries are left out of label listings and removed by a sweep; the
+# partial index keeps that sweep from scanning entries that never expire.
+m007_entry_records: Final = """
+ALTER TABLE entries ADD COLUMN data TEXT;
+ALTER TABLE entries ADD COLUMN created_us INTEGER;
+ALTER TABLE entries ADD COLUMN expires_us INTEGER;
+CREATE INDEX entries_by_expiry ON entries (expires_us) WHERE expires_us IS NOT NULL;
+"""
+
 MIGRATIONS: Final[list[tuple[int, str, str]]] = [
     (1, "m001_message_tree", m001_message_tree),
     (2, "m002_message_search", m002_message_search),
@@ -189,6 +202,7 @@ MIGRATIONS: Final[list[tuple[int, str, str]]] = [
     (4, "m004_entries", m004_entries),
     (5, "m005_linear_paths", m005_linear_paths),
     (6, "m006_sessions_by_update", m006_sessions_by_update),
+    (7, "m007_entry_records", m007_entry_records),
 ]
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]

@@ -138,13 +138,14 @@ import urllib.parse
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any, Literal, Self
 
 from mindstore.errors import (
     CompactionError,
     ConflictError,
+    InvalidKeyError,
     InvalidMessageError,
     MessageNotFoundError,
     SchemaVersionError,
@@ -156,6 +157,7 @@ from mindstore.search import ParsedQuery, SearchResult, index_text, search_resul
 from mindstore.store._checks import (
     CREATE_FIELDS,
     check_entry_key,
+    check_expiry,
     check_id,
     check_int,
     check_key,
@@ -164,6 +166,7 @@ from mindstore.store._checks import (
     check_scope,
     check_session_fields,
     check_text,
+    prefix_upper_bound,
 )
 from mindstore.store.base import (
     AUTO,
@@ -191,6 +194,29 @@ _ENTRY_SORTER_MAX = 1_000
 
 def _now_us() -> int:
     return time.time_ns() // 1000
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ENTRY_COLUMNS = "key, content, description, updated_us, data, created_us, expires_us"
+
+
+def _entry(row: Sequence[Any]) -> Entry:
+    updated = _dt(row[3])
+    return Entry(
+        key=row[0],
+        content=row[1],
+        description=row[2],
+        updated_at=updated,
+        data=row[4],
+        created_at=updated if row[5] is None else _dt(row[5]),
+        expires_at=None if row[6] is None else _dt(row[6]),
+    )
+
+
+def _us(at: datetime | None) -> int | None:
+    """Microseconds since the epoch of an aware datetime (naive ones are refused)."""
+    at = check_expiry(at)
+    return None if at is None else (at - _EPOCH) // timedelta(microseconds=1)
 
 
 def _dt(us: int) -> datetime:
@@ -1707,13 +1733,23 @@ class SQLiteStore:
                 )
 
     async def put_entry(
-        self, key: ScopeKey, entry_key: str, content: str, *, description: str | None = None
+        self,
+        key: ScopeKey,
+        entry_key: str,
+        content: str,
+        *,
+        description: str | None = None,
+        data: str | None = None,
+        expires_at: datetime | None = None,
     ) -> None:
         k = check_scope(key)
         check_entry_key(entry_key)
         check_text(content, "content")
         if description is not None:
             check_text(description, "description")
+        if data is not None:
+            check_text(data, "data")
+        expires = _us(expires_at)
         with self._tx(write=True) as conn:
             old = conn.execute(
                 "SELECT id, key, content, description FROM entries "
@@ -1724,31 +1760,41 @@ class SQLiteStore:
             if old is not None:
                 self._entry_fts(conn, "delete", old)
                 conn.execute(
-                    "UPDATE entries SET content = ?, description = ?, updated_us = ? WHERE id = ?",
-                    (content, description, now, old[0]),
+                    "UPDATE entries SET content = ?, description = ?, updated_us = ?, data = ?, "
+                    "expires_us = ? WHERE id = ?",
+                    (content, description, now, data, expires, old[0]),
                 )
                 rowid = old[0]
             else:
                 rowid = conn.execute(
-                    "INSERT INTO entries "
-                    "(namespace, scope, label, key, content, description, updated_us) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (*k, entry_key, content, description, now),
+                    "INSERT INTO entries (namespace, scope, label, key, content, description, "
+                    "updated_us, data, created_us, expires_us) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (*k, entry_key, content, description, now, data, now, expires),
                 ).lastrowid
             self._entry_fts(conn, "add", (rowid, entry_key, content, description))
 
     async def get_entry(self, key: ScopeKey, entry_key: str) -> Entry | None:
+        found = await self.get_entries(key, [entry_key])
+        return found[0] if found else None
+
+    async def get_entries(self, key: ScopeKey, entry_keys: Sequence[str]) -> list[Entry]:
         k = check_scope(key)
-        check_entry_key(entry_key)
+        keys = [check_entry_key(e) for e in entry_keys]
+        if not keys:
+            return []
+        found: dict[str, Entry] = {}
         with self._tx(write=False) as conn:
-            row = conn.execute(
-                "SELECT key, content, description, updated_us FROM entries "
-                "WHERE namespace = ? AND scope = ? AND label = ? AND key = ?",
-                (*k, entry_key),
-            ).fetchone()
-        if row is None:
-            return None
-        return Entry(key=row[0], content=row[1], description=row[2], updated_at=_dt(row[3]))
+            for i in range(0, len(keys), 500):  # stay under SQLite's bound-parameter limit
+                chunk = keys[i : i + 500]
+                rows = conn.execute(
+                    f"SELECT {_ENTRY_COLUMNS} FROM entries "
+                    "WHERE namespace = ? AND scope = ? AND label = ? "
+                    f"AND key IN ({', '.join('?' * len(chunk))})",
+                    (*k, *chunk),
+                ).fetchall()
+                found.update((r[0], _entry(r)) for r in rows)
+        return [found[e] for e in dict.fromkeys(keys) if e in found]
 
     async def list_entries(self, key: ScopeKey, *, limit: int | None = None) -> list[Entry]:
         k = check_scope(key)
@@ -1756,12 +1802,67 @@ class SQLiteStore:
             check_int(limit)
         with self._tx(write=False) as conn:
             rows = conn.execute(
-                "SELECT key, content, description, updated_us FROM entries "
+                f"SELECT {_ENTRY_COLUMNS} FROM entries "
                 "WHERE namespace = ? AND scope = ? AND label = ? "
                 "ORDER BY updated_us DESC, id DESC LIMIT ?",
                 (*k, -1 if limit is None else max(0, limit)),
             ).fetchall()
-        return [Entry(key=r[0], content=r[1], description=r[2], updated_at=_dt(r[3])) for r in rows]
+        return [_entry(r) for r in rows]
+
+    async def list_entry_labels(self, namespace: str, *, prefix: str = "") -> list[str]:
+        check_name(namespace, "namespace")
+        check_text(prefix, "prefix", InvalidKeyError)
+        # A loose index scan: each step seeks the next distinct label in the (namespace, scope,
+        # label, key) index, so the cost grows with the labels, not with their entries; the
+        # range [prefix, bound) is exactly the labels that start with ``prefix`` (BINARY order).
+        bound = prefix_upper_bound(prefix)
+        below = "" if bound is None else " AND label < :hi"
+        sql = (
+            "WITH RECURSIVE l(label) AS ("
+            " SELECT (SELECT min(label) FROM entries WHERE namespace = :ns AND scope = ''"
+            f" AND label >= :lo{below})"
+            " UNION ALL"
+            " SELECT (SELECT min(label) FROM entries WHERE namespace = :ns AND scope = ''"
+            f" AND label > l.label{below}) FROM l WHERE l.label IS NOT NULL)"
+            " SELECT label FROM l WHERE label IS NOT NULL AND EXISTS ("
+            "SELECT 1 FROM entries e WHERE e.namespace = :ns AND e.scope = '' "
+            "AND e.label = l.label AND (e.expires_us IS NULL OR e.expires_us > :now))"
+        )
+        with self._tx(write=False) as conn:
+            rows = conn.execute(
+                sql, {"ns": namespace, "lo": prefix, "hi": bound, "now": _now_us()}
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    async def set_entry_expiry(self, key: ScopeKey, expiries: Mapping[str, datetime | None]) -> int:
+        k = check_scope(key)
+        rows = [(_us(at), *k, check_entry_key(e)) for e, at in expiries.items()]
+        if not rows:
+            return 0
+        with self._tx(write=True) as conn:
+            n = 0
+            for row in rows:
+                n += conn.execute(
+                    "UPDATE entries SET expires_us = ? "
+                    "WHERE namespace = ? AND scope = ? AND label = ? AND key = ?",
+                    row,
+                ).rowcount
+            return n
+
+    async def delete_expired_entries(self, namespace: str | None = None) -> int:
+        if namespace is not None:
+            check_name(namespace, "namespace")
+        with self._tx(write=True) as conn:
+            old = conn.execute(
+                "SELECT id, key, content, description FROM entries "
+                "WHERE expires_us IS NOT NULL AND expires_us <= ? "
+                "AND (? IS NULL OR namespace = ?)",
+                (_now_us(), namespace, namespace),
+            ).fetchall()
+            for row in old:
+                self._entry_fts(conn, "delete", row)
+                conn.execute("DELETE FROM entries WHERE id = ?", (row[0],))
+            return len(old)
 
     async def count_entries(self, key: ScopeKey) -> int:
         k = check_scope(key)

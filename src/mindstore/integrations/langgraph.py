@@ -1,0 +1,367 @@
+"""LangGraph long-term memory on mindstore: :class:`MindstoreStore`, a LangGraph ``BaseStore``.
+
+Install with ``pip install 'mindstore[langgraph]'``. A LangGraph agent's memories (``put``,
+``get``, ``search``, ``delete``, ``list_namespaces`` and their ``a``-prefixed async twins, or
+``batch``/``abatch`` of ops) are stored as keyed entries of a mindstore :class:`Store`, so they
+live in the same SQLite file or PostgreSQL database as the conversations, inside one mindstore
+namespace (the tenant), and ``query`` is served by mindstore's full-text search.
+
+Design (see :mod:`mindstore.integrations._store_rules` for the pure rules):
+
+- **Keys.** ``(namespace tuple, key)`` → entry ``key`` in the namespace-wide collection labelled
+  ``langgraph:<namespace as a JSON array>``. JSON is injective, so tuples never collide.
+- **Values** round-trip as JSON (stored in the entry's unindexed ``data``); ``created_at`` is
+  kept across updates, ``updated_at`` moves on every put.
+- **Search.** ``query`` runs mindstore's lexical search (BM25 ranking, stemming, phrases and
+  prefixes; see ``docs/search.md``) over the text of the indexed fields: the strings of the
+  whole value by default, or of the ``index`` fields (the store's ``index={"fields": [...]}``,
+  or ``put(..., index=[...])``; ``index=False`` makes an item unfindable by ``query``, though
+  ``filter`` still finds it). Without ``query`` items come newest-updated first. ``filter`` is
+  LangGraph's (equality and ``$eq``/``$ne``/``$gt``/``$gte``/``$lt``/``$lte``), applied to the
+  values before ``offset``/``limit``.
+- **index config.** Accepted in LangGraph's shape; ``fields`` chooses the indexed text today.
+  ``embed``/``dims`` are not used: semantic search comes from the mindstore store's own
+  embedder when it has one, not from a second LangGraph-side embedding model.
+- **TTL** (``supports_ttl``). ``put(..., ttl=minutes)`` (or ``ttl={"default_ttl": m}``) makes an
+  item expire ``m`` minutes after its last write or read (reads refresh unless
+  ``refresh_ttl=False`` or ``ttl={"refresh_on_read": False}``). An expired item is never
+  returned or listed, even before a sweep deletes it; :meth:`MindstoreStore.sweep_ttl` deletes
+  them (``start_ttl_sweeper`` runs it every ``sweep_interval_minutes``).
+- **Batches** run their ops in order: a ``get`` after a ``put`` in the same batch sees the put.
+- **Sync calls** (``put``, ``get``, …) run the async core: on the store's event loop when it is
+  running in another thread (LangGraph runs sync nodes in worker threads), or in a fresh loop
+  when none is known (fine for ``SQLiteStore``). Calling them from inside the running loop
+  raises ``asyncio.InvalidStateError`` — use the ``a``-methods there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from mindstore.errors import MissingDependencyError
+from mindstore.integrations._store_rules import (
+    decode_label,
+    encode_namespace,
+    in_prefix,
+    label_prefix,
+    literal_prefix,
+    matches_filter,
+    select_namespaces,
+    text_leaves,
+)
+from mindstore.search import ParsedQuery, parse_query
+from mindstore.store._checks import check_name
+from mindstore.store.base import Entry, ScopeKey, Store
+
+try:
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        IndexConfig,
+        Item,
+        ListNamespacesOp,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+        TTLConfig,
+        get_text_at_path,
+        validate_op_namespace,
+    )
+except ImportError as exc:  # pragma: no cover - exercised by tests/meta/test_extras.py
+    raise MissingDependencyError("langgraph", "langgraph") from exc
+
+__all__ = ["MindstoreStore"]
+
+_FETCH_MIN = 50  # search hits fetched per collection before filtering, at least
+
+
+class MindstoreStore(BaseStore):
+    """A LangGraph ``BaseStore`` over a mindstore :class:`~mindstore.store.base.Store`.
+
+    Args:
+        store: an open mindstore store (``SQLiteStore``, ``PostgresStore``, ``open_store``).
+            It is not closed by this adapter.
+        namespace: the mindstore namespace (tenant) the items live in.
+        index: LangGraph's index config; ``fields`` selects the text indexed for ``query``
+            (default ``["$"]``: every string of the value). ``embed`` and ``dims`` are accepted
+            and unused (see the module docstring).
+        ttl: LangGraph's TTL config (``default_ttl`` and ``sweep_interval_minutes`` in minutes,
+            ``refresh_on_read``).
+
+    Raises:
+        ValueError: an empty or over-long ``namespace``.
+    """
+
+    supports_ttl = True
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        namespace: str = "default",
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+    ) -> None:
+        self.store = store
+        self.namespace = check_name(namespace, "namespace")
+        self.index_config = index
+        self.ttl_config = ttl
+        fields = (index or {}).get("fields") or ["$"]
+        self._fields: list[str] = list(fields)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._sweeper: asyncio.Task[None] | None = None
+        with contextlib.suppress(RuntimeError):
+            self._loop = asyncio.get_running_loop()
+
+    # ---- the two primitives LangGraph builds everything on --------------------------------
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run ``ops`` in order; one result per op (``None`` for puts)."""
+        self._loop = asyncio.get_running_loop()
+        results: list[Result] = []
+        for op in ops:
+            validate_op_namespace(op)
+            if isinstance(op, GetOp):
+                results.append(await self._get(op))
+            elif isinstance(op, SearchOp):
+                results.append(await self._search(op))
+            elif isinstance(op, PutOp):
+                await self._put(op)
+                results.append(None)
+            elif isinstance(op, ListNamespacesOp):
+                results.append(await self._list_namespaces(op))
+            else:
+                raise TypeError(f"unknown LangGraph store operation: {type(op).__name__}")
+        return results
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """The synchronous :meth:`abatch` (see the module docstring for which loop runs it)."""
+        ops = list(ops)
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is not None:
+            raise asyncio.InvalidStateError(
+                "MindstoreStore: a synchronous call (put/get/search/...) was made inside the "
+                "running event loop; use the async methods (aput/aget/asearch/...) there"
+            )
+        loop = self._loop
+        if loop is not None and loop.is_running():
+            return asyncio.run_coroutine_threadsafe(self.abatch(ops), loop).result()
+        return asyncio.run(self._abatch_detached(ops))
+
+    async def _abatch_detached(self, ops: list[Op]) -> list[Result]:
+        # A throwaway loop must not become "the store's loop" for later sync calls.
+        loop = self._loop
+        try:
+            return await self.abatch(ops)
+        finally:
+            self._loop = loop
+
+    # ---- operations ---------------------------------------------------------------------------
+    def _key(self, namespace: tuple[str, ...]) -> ScopeKey:
+        return ScopeKey(
+            namespace=self.namespace, session_id=None, label=encode_namespace(namespace)
+        )
+
+    async def _get(self, op: GetOp) -> Item | None:
+        key = self._key(op.namespace)
+        entry = await self.store.get_entry(key, op.key)
+        if entry is None or _expired(entry, datetime.now(UTC)):
+            return None
+        record = _record(entry)
+        if op.refresh_ttl:
+            await self._refresh(key, [(entry.key, record)])
+        item: Item = _item(op.namespace, entry, record, Item)
+        return item
+
+    async def _put(self, op: PutOp) -> None:
+        key = self._key(op.namespace)
+        if op.value is None:
+            await self.store.delete_entry(key, op.key)
+            return
+        if not isinstance(op.value, Mapping):
+            raise TypeError(f"a LangGraph store value must be a mapping, got {type(op.value)}")
+        ttl = op.ttl
+        if ttl is not None and (not isinstance(ttl, int | float) or ttl <= 0):
+            raise ValueError(f"ttl must be a positive number of minutes or None, got {ttl!r}")
+        try:
+            data = json.dumps({"value": op.value, "ttl": ttl}, ensure_ascii=False)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"a LangGraph store value must be JSON-serialisable: {e}") from e
+        value = json.loads(data)["value"]  # index what get() will return
+        fields = self._fields if op.index is None else (op.index or [])
+        await self.store.put_entry(
+            key,
+            op.key,
+            "\n".join(_indexed_text(value, fields)),
+            data=data,
+            expires_at=None if ttl is None else datetime.now(UTC) + timedelta(minutes=ttl),
+        )
+
+    async def _search(self, op: SearchOp) -> list[SearchItem]:
+        if op.limit <= 0:
+            return []
+        offset = max(0, op.offset)
+        labels = await self.store.list_entry_labels(
+            self.namespace, prefix=label_prefix(op.namespace_prefix)
+        )
+        spaces = [
+            (label, ns)
+            for label in labels
+            if (ns := decode_label(label)) is not None and in_prefix(ns, op.namespace_prefix)
+        ]
+        now = datetime.now(UTC)
+        parsed = parse_query(op.query) if op.query else None
+        found: list[tuple[tuple[str, ...], Entry, dict[str, Any], float | None]] = []
+        for label, ns in spaces:
+            key = ScopeKey(namespace=self.namespace, session_id=None, label=label)
+            if parsed is None or parsed.empty:
+                entries = await self._list_collection(key, op, offset, now)
+                scores: dict[str, float | None] = {e.key: None for e in entries}
+            else:
+                entries, scores = await self._query_collection(key, parsed, op, offset)
+            for entry in entries:
+                if _expired(entry, now):
+                    continue
+                record = _record(entry)
+                if matches_filter(record["value"], op.filter):
+                    found.append((ns, entry, record, scores[entry.key]))
+        if parsed is None or parsed.empty:
+            found.sort(key=lambda f: (f[1].updated_at, f[0], f[1].key), reverse=True)
+        else:
+            found.sort(key=lambda f: (f[3] or 0.0, f[1].updated_at), reverse=True)
+        page = found[offset : offset + op.limit]
+        if op.refresh_ttl:
+            by_space: dict[tuple[str, ...], list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+            for ns, entry, record, _ in page:
+                by_space[ns].append((entry.key, record))
+            for ns, items in by_space.items():
+                await self._refresh(self._key(ns), items)
+        return [_item(ns, entry, record, SearchItem, score) for ns, entry, record, score in page]
+
+    async def _list_collection(
+        self, key: ScopeKey, op: SearchOp, offset: int, now: datetime
+    ) -> list[Entry]:
+        """A collection's entries, newest first: without a filter only the first
+        ``offset + limit`` can reach the page (the merge across collections is by the same
+        order), unless expired ones among them leave it short — then all of them."""
+        if op.filter:
+            return await self.store.list_entries(key)
+        want = offset + op.limit
+        entries = await self.store.list_entries(key, limit=want)
+        if len(entries) == want and any(_expired(e, now) for e in entries):
+            entries = await self.store.list_entries(key)
+        return entries
+
+    async def _query_collection(
+        self, key: ScopeKey, parsed: ParsedQuery, op: SearchOp, offset: int
+    ) -> tuple[list[Entry], dict[str, float | None]]:
+        """The query's hits in one collection, enough of them to fill the page after the filter
+        (fetching more while the filter rejects hits and the collection has more)."""
+        want = max(_FETCH_MIN, offset + op.limit)
+        while True:
+            hits = await self.store.search_entries(key, parsed, limit=want)
+            entries = await self.store.get_entries(key, [h.key for h in hits])
+            kept = [e for e in entries if matches_filter(_record(e)["value"], op.filter)]
+            if len(hits) < want or len(kept) >= offset + op.limit:
+                return entries, {h.key: h.score for h in hits}
+            want *= 4
+
+    async def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        conditions = [(c.match_type, tuple(c.path)) for c in op.match_conditions or ()]
+        labels = await self.store.list_entry_labels(
+            self.namespace, prefix=label_prefix(literal_prefix(conditions))
+        )
+        spaces = [ns for label in labels if (ns := decode_label(label)) is not None]
+        return select_namespaces(
+            spaces, conditions, max_depth=op.max_depth, limit=op.limit, offset=max(0, op.offset)
+        )
+
+    async def _refresh(self, key: ScopeKey, items: list[tuple[str, dict[str, Any]]]) -> None:
+        now = datetime.now(UTC)
+        expiries = {
+            k: now + timedelta(minutes=r["ttl"]) for k, r in items if r.get("ttl") is not None
+        }
+        if expiries:
+            await self.store.set_entry_expiry(key, expiries)
+
+    # ---- TTL sweeping -------------------------------------------------------------------------
+    async def sweep_ttl(self) -> int:
+        """Delete the expired items of this store's mindstore namespace; returns how many."""
+        return await self.store.delete_expired_entries(self.namespace)
+
+    async def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> None:
+        """Start a background task sweeping every ``sweep_interval_minutes`` (default: the TTL
+        config's, else 5). A second call while one runs does nothing."""
+        if self._sweeper is not None and not self._sweeper.done():
+            return
+        minutes = sweep_interval_minutes or (self.ttl_config or {}).get("sweep_interval_minutes")
+        interval = 60.0 * (minutes or 5)
+
+        async def sweep_forever() -> None:
+            while True:
+                await asyncio.sleep(interval)
+                await self.sweep_ttl()
+
+        self._sweeper = asyncio.get_running_loop().create_task(sweep_forever())
+
+    async def stop_ttl_sweeper(self) -> None:
+        """Stop the background sweeper (if running) and wait for it to end."""
+        task, self._sweeper = self._sweeper, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+def _record(entry: Entry) -> dict[str, Any]:
+    record: dict[str, Any] = json.loads(entry.data or '{"value": {}}')
+    return record
+
+
+def _expired(entry: Entry, now: datetime) -> bool:
+    return entry.expires_at is not None and entry.expires_at <= now
+
+
+def _item(
+    namespace: tuple[str, ...],
+    entry: Entry,
+    record: dict[str, Any],
+    cls: type[Any],
+    score: float | None = None,
+) -> Any:
+    kwargs: dict[str, Any] = {
+        "namespace": namespace,
+        "key": entry.key,
+        "value": record["value"],
+        "created_at": entry.created_at or entry.updated_at,
+        "updated_at": entry.updated_at,
+    }
+    if cls is SearchItem:
+        kwargs["score"] = score
+    return cls(**kwargs)
+
+
+def _indexed_text(value: Any, fields: Iterable[str]) -> list[str]:
+    """The text of ``fields`` (LangGraph JSON paths; ``"$"`` = the whole value) as strings."""
+    out: list[str] = []
+    for field in fields:
+        if field == "$":
+            out.extend(text_leaves(value))
+            continue
+        for text in get_text_at_path(value, field):
+            try:
+                nested = json.loads(text) if text[:1] in ("{", "[") else None
+            except ValueError:
+                nested = None
+            out.extend(text_leaves(nested) if nested is not None else [text])
+    return out

@@ -1,0 +1,361 @@
+"""``mindstore mcp`` tested as an MCP client uses it: the official SDK's client talks to a real
+``python -m mindstore … mcp`` subprocess over stdio (and over streamable HTTP), on a real SQLite
+file; afterwards the file is opened directly to check what the server wrote."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+from mindstore import Session, SQLiteStore
+from mindstore.store.base import ScopeKey, SessionKey
+
+CONFIG = """\
+session: desk
+blocks:
+  - label: soul
+    kind: readonly
+    text: You are a terse assistant.
+  - label: guide
+    kind: readonly
+    file: guide.md
+  - label: memory
+    kind: writable
+    description: Important facts
+    max_tokens: 40
+    scope: namespace
+  - label: knowledge
+    kind: searchable
+    description: Searchable knowledge base
+    scope: namespace
+  - label: skills
+    kind: skills
+    root: skills
+"""
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> dict[str, Any]:
+    (tmp_path / "guide.md").write_text("Always answer in English.", encoding="utf-8")
+    (tmp_path / "skills").mkdir()
+    (tmp_path / "skills" / "deploy.md").write_text("# Deploy\n\nRun make ship.", "utf-8")
+    (tmp_path / "secret.md").write_text("TOPSECRET outside the root", encoding="utf-8")
+    (tmp_path / "mcp.yaml").write_text(CONFIG, encoding="utf-8")
+    db = tmp_path / "memory.db"
+
+    async def seed() -> None:  # an earlier conversation for session_search to find
+        async with SQLiteStore(str(db)) as store:
+            s = Session.create(store, "yesterday", namespace="team")
+            await s.append_message(
+                {
+                    "id": "u1",
+                    "role": "user",
+                    "parts": [{"type": "text", "text": "The VPN password rotates every Monday"}],
+                }
+            )
+
+    asyncio.run(seed())
+    return {"db": db, "config": tmp_path / "mcp.yaml", "dir": tmp_path}
+
+
+def server_args(setup: dict[str, Any], *extra: str) -> list[str]:
+    return [
+        "-m",
+        "mindstore",
+        "--db",
+        str(setup["db"]),
+        "--namespace",
+        "team",
+        "mcp",
+        "--config",
+        str(setup["config"]),
+        *extra,
+    ]
+
+
+def text(result: Any) -> str:
+    return "".join(c.text for c in result.content)
+
+
+async def exercise(client: Client) -> None:
+    """What every transport must do: tools, a write, a search, resources, bad input."""
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(tools) == {
+        "set_context",
+        "load_context",
+        "unload_context",
+        "search_context",
+        "session_search",
+    }
+    assert tools["set_context"].input_schema["required"] == ["label", "content"]
+
+    # The prompt resource renders every block and is frozen from its first read.
+    prompt = (await client.read_resource("mindstore://prompt")).contents[0].text
+    assert "You are a terse assistant." in prompt and "Always answer in English." in prompt
+    assert "MEMORY (Important facts) [0% — 0/40 tokens] [writable]" in prompt
+    assert "- deploy" in prompt
+
+    ok = await client.call_tool("set_context", {"label": "memory", "content": "User likes tea"})
+    assert not ok.is_error and text(ok).startswith("Written to memory. Usage:")
+    indexed = await client.call_tool(
+        "set_context",
+        {
+            "label": "knowledge",
+            "content": "Restart the ingest worker with systemctl restart ingest.",
+            "metadata": {"title": "Ingest runbook"},
+        },
+    )
+    assert text(indexed) == 'Indexed "ingest-runbook" in knowledge.'
+    found = await client.call_tool("search_context", {"label": "knowledge", "query": "ingest"})
+    assert not found.is_error and "systemctl restart ingest" in text(found)
+    past = await client.call_tool("session_search", {"query": "VPN password"})
+    assert "rotates every Monday" in text(past)
+    loaded = await client.call_tool("load_context", {"label": "skills", "key": "deploy"})
+    assert "Run make ship." in text(loaded)
+
+    block = (await client.read_resource("mindstore://blocks/memory")).contents[0].text
+    assert block == "User likes tea"
+    again = (await client.read_resource("mindstore://prompt")).contents[0].text
+    assert again == prompt  # writes never change the frozen prompt
+    uris = {str(r.uri) for r in (await client.list_resources()).resources}
+    assert {"mindstore://prompt", "mindstore://blocks/memory", "mindstore://blocks/skills"} <= uris
+
+    # Bad input: tool errors, never a crash.
+    bad = [
+        ("set_context", {"label": "nope", "content": "x"}, "must be one of"),
+        ("set_context", {"label": "memory", "content": "word " * 200}, "exceeds maxTokens"),
+        ("set_context", {"label": "soul", "content": "x"}, "must be one of"),
+        ("set_context", {"label": "memory"}, "content"),
+        ("load_context", {"label": "skills", "key": "../secret"}, "Not found"),
+        ("load_context", {"label": "skills", "key": "/etc/passwd"}, "Not found"),
+        ("load_context", {"label": "skills", "key": "..%2Fsecret"}, "Not found"),
+        ("search_context", {"label": "memory", "query": "x"}, "must be one of"),
+        ("no_such_tool", {}, "unknown tool"),
+    ]
+    for name, args, expected in bad:
+        result = await client.call_tool(name, args)
+        assert result.is_error, (name, args, text(result))
+        assert expected in text(result), text(result)
+        assert "TOPSECRET" not in text(result)
+    with pytest.raises(MCPError, match="no context block"):
+        await client.read_resource("mindstore://blocks/unknown")
+    with pytest.raises(MCPError, match="unknown resource"):
+        await client.read_resource("file:///etc/passwd")
+    # Still serving, and the failed writes changed nothing.
+    assert (await client.read_resource("mindstore://blocks/memory")).contents[0].text == (
+        "User likes tea"
+    )
+
+
+async def check_stored(db: Path, session_id: str) -> None:
+    async with SQLiteStore(str(db)) as store:
+        memory = await store.get_block(ScopeKey(namespace="team", session_id=None, label="memory"))
+        assert memory == "User likes tea"
+        entry = await store.get_entry(
+            ScopeKey(namespace="team", session_id=None, label="knowledge"), "ingest-runbook"
+        )
+        assert entry is not None
+        states = await store.get_skill_states(SessionKey(namespace="team", session_id=session_id))
+        assert [(s.label, s.key, s.loaded) for s in states] == [("skills", "deploy", True)]
+
+
+async def test_stdio_server_as_a_client_uses_it(setup: dict[str, Any]) -> None:
+    params = StdioServerParameters(command=sys.executable, args=server_args(setup))
+    async with asyncio.timeout(120), Client(params) as client:
+        await exercise(client)
+    await check_stored(setup["db"], "desk")  # the config's session
+
+
+async def test_session_option_overrides_the_config(setup: dict[str, Any]) -> None:
+    params = StdioServerParameters(
+        command=sys.executable, args=server_args(setup, "--session", "other")
+    )
+    async with asyncio.timeout(120), Client(params) as client:
+        await client.call_tool("load_context", {"label": "skills", "key": "deploy"})
+        desc = (await client.list_resources()).resources[0].description or ""
+        assert "'other'" in desc
+    async with SQLiteStore(str(setup["db"])) as store:
+        states = await store.get_skill_states(SessionKey(namespace="team", session_id="other"))
+        assert [s.key for s in states] == ["deploy"]
+
+
+def non_loopback_address() -> str | None:
+    """An IPv4 address of this machine other than loopback, if it has one (no packet is sent:
+    connecting a UDP socket only picks the outgoing interface)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("10.255.255.255", 1))
+        except OSError:
+            return None
+        address = str(s.getsockname()[0])
+    return None if address.startswith("127.") else address
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_http_server_binds_loopback(setup: dict[str, Any]) -> None:
+    port = free_port()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        *server_args(setup, "--http", "--port", str(port)),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.close()
+                await writer.wait_closed()
+                break
+            except OSError:
+                assert proc.returncode is None, "the HTTP server exited"
+                assert time.monotonic() < deadline, "the HTTP server did not start"
+                await asyncio.sleep(0.1)
+        external = non_loopback_address()
+        if external is not None:  # bound to 127.0.0.1 only: another interface refuses
+            with pytest.raises(OSError):
+                await asyncio.open_connection(external, port)
+        async with asyncio.timeout(120), Client(f"http://127.0.0.1:{port}/mcp") as client:
+            await exercise(client)
+    finally:
+        proc.terminate()
+        _, err = await asyncio.wait_for(proc.communicate(), timeout=30)
+    assert b"http://127.0.0.1:" in err  # says where it listens, on stderr
+    await check_stored(setup["db"], "desk")
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("c.yaml", "blocks: [{label: m, kind: nope}]", "'kind' must be one of"),
+        ("c.yaml", "blocks: [{label: m, kind: writable, maxtokens: 3}]", "unknown key 'maxtokens'"),
+        ("c.yaml", "blocks: [{label: m, kind: writable, max_tokens: -1}]", "positive integer"),
+        ("c.yaml", "blocks: [{label: m, kind: readonly}]", "exactly one of 'text' or 'file'"),
+        ("c.yaml", "blocks: [{label: m, kind: readonly, file: missing.md}]", "cannot read file"),
+        ("c.yaml", "blocks: [{label: s, kind: skills, root: nowhere}]", "is not a folder"),
+        ("c.yaml", "blocks: [{label: m, kind: skills}]", "needs 'root'"),
+        ("c.yaml", "blocks: [{label: a, kind: writable}, {label: a, kind: writable}]", "duplicate"),
+        ("c.yaml", "blocks: {label: a}", "'blocks' must be a list"),
+        ("c.yaml", "blocks: [\n  - label: [unclosed", "not valid YAML"),
+        ("c.toml", "[[blocks]]\nlabel = 'm'\nkind = 'writable'\nscope = 'everywhere'\n", "scope"),
+        ("c.toml", "blocks = [", "not valid TOML"),
+        ("c.json", "{}", "use a .yaml, .yml or .toml file"),
+        ("absent.yaml", None, "cannot read config"),
+    ],
+)
+def test_bad_config_is_one_line_exit_2(
+    tmp_path: Path, name: str, content: str | None, message: str
+) -> None:
+    path = tmp_path / name
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    db = tmp_path / "never.db"
+    done = subprocess.run(
+        [sys.executable, "-m", "mindstore", "--db", str(db), "mcp", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), done.stderr
+    assert message in lines[0]
+    assert not db.exists()  # nothing opened or created
+
+
+def test_valid_toml_config(tmp_path: Path) -> None:
+    from mindstore.integrations.mcp_config import load_config
+
+    (tmp_path / "skills").mkdir()
+    path = tmp_path / "c.toml"
+    path.write_text(
+        'session = "s"\ncached_prompt = true\n'
+        '[[blocks]]\nlabel = "memory"\nkind = "writable"\nmax_tokens = 100\n'
+        '[[blocks]]\nlabel = "skills"\nkind = "skills"\nroot = "skills"\nkeys = ["a"]\n'
+        '[[blocks]]\nlabel = "remote"\nkind = "skills"\nroot = "s3://bucket/skills"\n'
+        '[blocks.storage_options]\nendpoint_url = "http://127.0.0.1:9000"\n',
+        encoding="utf-8",
+    )
+    config = load_config(path)
+    assert config.session == "s" and config.cached_prompt
+    assert [(b.label, b.kind) for b in config.blocks] == [
+        ("memory", "writable"),
+        ("skills", "skills"),
+        ("remote", "skills"),
+    ]
+    assert config.blocks[1].root == str(tmp_path / "skills") and config.blocks[1].keys == ("a",)
+    assert config.blocks[2].storage_options == {"endpoint_url": "http://127.0.0.1:9000"}
+
+
+def test_bad_session_or_namespace_is_a_usage_error(tmp_path: Path) -> None:
+    db = tmp_path / "never.db"
+    for args in (["mcp", "--session", ""], ["--namespace", "", "mcp"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "mindstore", "--db", str(db), *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+        assert done.returncode == 2 and done.stderr.startswith("Error: "), done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+    assert not db.exists()
+
+
+async def test_default_blocks_and_cached_prompt_in_process(tmp_path: Path) -> None:
+    """The SDK's in-process client against create_server: without a config the server offers
+    a namespace-wide memory and knowledge base; cached_prompt persists the frozen prompt so a
+    restarted server (a new Server object) serves the same prompt after memory changed."""
+    from mindstore.integrations.mcp import create_server
+    from mindstore.integrations.mcp_config import DEFAULT_BLOCKS, ServerConfig
+
+    async with SQLiteStore(str(tmp_path / "m.db")) as store:
+        plain = create_server(
+            store, ServerConfig(blocks=DEFAULT_BLOCKS), namespace="n", session_id="s"
+        )
+        async with Client(plain) as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert names == {"set_context", "search_context", "session_search"}
+            await client.call_tool("set_context", {"label": "memory", "content": "likes tea"})
+        # memory is namespace-wide: another session of the namespace sees it
+        other = create_server(
+            store, ServerConfig(blocks=DEFAULT_BLOCKS), namespace="n", session_id="t"
+        )
+        async with Client(other) as client:
+            got = await client.read_resource("mindstore://blocks/memory")
+            assert got.contents[0].text == "likes tea"
+
+        cached = ServerConfig(blocks=DEFAULT_BLOCKS, cached_prompt=True)
+        first = create_server(store, cached, namespace="n", session_id="c")
+        async with Client(first) as client:
+            prompt = (await client.read_resource("mindstore://prompt")).contents[0].text
+            assert "likes tea" in prompt
+            await client.call_tool("set_context", {"label": "memory", "content": "now coffee"})
+        restarted = create_server(store, cached, namespace="n", session_id="c")
+        async with Client(restarted) as client:
+            again = (await client.read_resource("mindstore://prompt")).contents[0].text
+        assert again == prompt
+        uncached = create_server(
+            store, ServerConfig(blocks=DEFAULT_BLOCKS), namespace="n", session_id="c2"
+        )
+        async with Client(uncached) as client:
+            fresh = (await client.read_resource("mindstore://prompt")).contents[0].text
+        assert "now coffee" in fresh
