@@ -39,7 +39,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from mindstore.context.spec import Scope
-from mindstore.errors import ConflictError, MessageNotFoundError, SessionNotFoundError
+from mindstore.errors import (
+    ConflictError,
+    MessageNotFoundError,
+    SessionNotFoundError,
+    StoreError,
+)
 from mindstore.messages import new_message_id, validate_id
 from mindstore.search import SearchResult, parse_query
 from mindstore.session import DEFAULT_MAX_MESSAGE_BYTES, Session
@@ -326,6 +331,8 @@ class SessionManager:
         Raises:
             InvalidMessageError: a malformed message; nothing written.
             MessageNotFoundError: ``parent_id`` does not exist in the session.
+            StoreError: the store failed; ``message_ids`` holds the ids used (generated where
+                missing) — retry with them to stay idempotent (see ``maybe_committed``).
         """
         if isinstance(messages, (dict, str)):
             raise TypeError("append_all takes a list of messages")
@@ -344,7 +351,11 @@ class SessionManager:
                 NewMessage(message=msg, parent=parent, tokens=session.count_message_tokens([msg]))
             )
             parent = msg["id"]
-        inserted = await self._store.append(session.key, items)
+        try:
+            inserted = await self._store.append(session.key, items)
+        except StoreError as e:
+            e.message_ids = tuple(msg["id"] for msg in prepared)  # retry with these: idempotent
+            raise
         for msg, new in zip(prepared, inserted, strict=True):
             if new:
                 await session._after_append(msg)

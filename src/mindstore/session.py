@@ -21,7 +21,12 @@ from mindstore.compaction.rowlimit import fit_row
 from mindstore.compaction.session_compaction import CompactionMixin
 from mindstore.context.session_context import ContextMixin
 from mindstore.context.spec import BlockSpec, Scope
-from mindstore.errors import ConflictError, InvalidMessageError, MessageNotFoundError
+from mindstore.errors import (
+    ConflictError,
+    InvalidMessageError,
+    MessageNotFoundError,
+    StoreError,
+)
 from mindstore.messages import validate_id, validate_message
 from mindstore.search import SearchResult, parse_query
 from mindstore.store.base import AUTO, UNSET, NewMessage, SessionKey, Store, _Sentinel
@@ -194,6 +199,10 @@ class Session(ContextMixin, CompactionMixin):
             InvalidMessageError: malformed message; nothing written.
             MessageNotFoundError: ``parent_id`` does not exist in this session.
             ConflictError: ``expected_leaf`` is no longer the latest leaf.
+            StoreError: the store failed. ``message_ids`` holds the id used (generated if the
+                message had none): retry with ``{**message, "id": error.message_ids[0]}`` —
+                re-appending a stored id is a no-op, so the retry never duplicates. With
+                ``maybe_committed`` True the message may already be stored.
         """
         # validate + row-size limit; the size check's JSON goes to the store (serialised once)
         msg, content = fit_row(validate_message(message), self.max_message_bytes)
@@ -211,6 +220,9 @@ class Session(ContextMixin, CompactionMixin):
         )
         try:
             [inserted] = await self._store.append(self._key, [item], expected_leaf=expected_leaf)
+        except StoreError as e:
+            e.message_ids = (msg["id"],)  # a retry with this id cannot duplicate the message
+            raise
         except ConflictError:
             # A retried compare-and-append whose first attempt landed (its acknowledgement was
             # lost) finds its own message as the leaf: re-appending an existing id is a no-op.
