@@ -356,9 +356,11 @@ class SessionManager:
         except StoreError as e:
             e.message_ids = tuple(msg["id"] for msg in prepared)  # retry with these: idempotent
             raise
-        for msg, new in zip(prepared, inserted, strict=True):
-            if new:
-                await session._after_append(msg)
+        # One compaction check for the batch, after its last new message: the context only
+        # grew along the chain, and the store's estimate is for that message.
+        fresh = [msg for msg, new in zip(prepared, inserted, strict=True) if new]
+        if fresh:
+            await session._after_append(fresh[-1])
         return inserted
 
     async def fork(self, session_id: str, at_message_id: str, name: str | None) -> SessionInfo:

@@ -310,7 +310,6 @@ class Session(ContextMixin, CompactionMixin):
             validate_message(message, generate_id=False)
         msg = self._prepare_message(message)
         await self._store.update(self._key, msg, tokens=self.count_message_tokens([msg]))
-        self._invalidate_token_cache()
 
     async def delete_messages(self, ids: Sequence[str]) -> int:
         """Delete messages, re-attaching their children to their parents."""
@@ -320,13 +319,11 @@ class Session(ContextMixin, CompactionMixin):
             if not isinstance(i, str) or not i:
                 raise MessageNotFoundError(f"cannot delete {i!r}: message ids are strings")
         deleted = await self._store.delete(self._key, list(dict.fromkeys(ids)))
-        self._invalidate_token_cache()
         return deleted
 
     async def clear_messages(self) -> None:
         """Remove every message, compaction, search row and loaded skill; refresh the prompt."""
         await self._store.clear(self._key)
-        self._invalidate_token_cache()
         await self._after_clear()
 
     async def search(self, query: str, *, limit: int = 20) -> list[SearchResult]:

@@ -110,6 +110,7 @@ from mindstore.store.base import (
     SessionKey,
     SkillState,
     StoredMessage,
+    TokenEstimate,
     _Sentinel,
 )
 from mindstore.store.postgres import snippets
@@ -232,7 +233,21 @@ _INSERT_ONE_SQL = (
     " tool_text, tsv) SELECT ins.seq, %(ns)s, %(sess)s, %(id)s, %(role)s, ins.created_at,"
     " %(text)s, %(tool)s, " + _MESSAGE_TSV + " FROM ins"
     ") UPDATE sessions SET leaf_seq = ins.seq, message_count = message_count + 1,"
-    " updated_at = clock_timestamp() FROM ins WHERE sessions.sid = %(sid)s RETURNING ins.seq"
+    " updated_at = clock_timestamp(),"
+    # the running token estimate (TokenEstimate): extended by a child of the measured leaf,
+    # started by a new root, cleared otherwise (SET sees the row's old values)
+    " est_tokens = CASE WHEN %(parent)s::bigint IS NULL THEN %(tokens)s::bigint"
+    " WHEN sessions.est_seq = %(parent)s::bigint THEN sessions.est_tokens + %(tokens)s::bigint"
+    " END,"
+    " est_seq = CASE WHEN %(parent)s::bigint IS NULL"
+    " OR sessions.est_seq = %(parent)s::bigint THEN ins.seq END"
+    " FROM ins WHERE sessions.sid = %(sid)s RETURNING ins.seq"
+)
+
+# Clear the running estimate and the compaction back-off after a path-changing write.
+_FORGET_ESTIMATE_SQL = (
+    "UPDATE sessions SET est_seq = NULL, est_tokens = NULL, est_gen = est_gen + 1,"
+    " compact_floor = NULL, compact_margin = NULL WHERE namespace = %s AND session_id = %s"
 )
 
 _INSERT_MANY_SQL = (
@@ -694,6 +709,9 @@ class PostgresStore:
             (len(items),),
         )
         seqs = [r[0] for r in await cur.fetchall()]
+        cur = await conn.execute("SELECT est_seq, est_tokens FROM sessions WHERE sid = %s", (sid,))
+        est = await cur.fetchone()
+        est_seq, est_tokens = est if est is not None else (None, None)
         results: list[bool] = []
         rows: list[tuple[int, _Prepared, int | None]] = []
         for p, seq in zip(items, seqs, strict=True):
@@ -716,6 +734,12 @@ class PostgresStore:
                 continue
             known[p.id] = seq
             rows.append((seq, p, parent_seq))
+            if parent_seq is None:
+                est_seq, est_tokens = seq, p.item.tokens
+            elif est_seq is not None and est_tokens is not None and parent_seq == est_seq:
+                est_seq, est_tokens = seq, est_tokens + p.item.tokens
+            else:
+                est_seq = est_tokens = None
             leaf = seq
             results.append(True)
         if rows:
@@ -740,10 +764,60 @@ class PostgresStore:
             )
             await conn.execute(
                 "UPDATE sessions SET leaf_seq = %s, message_count = message_count + %s, "
-                "updated_at = clock_timestamp() WHERE sid = %s",
-                (leaf, len(rows), sid),
+                "updated_at = clock_timestamp(), est_seq = %s, est_tokens = %s WHERE sid = %s",
+                (leaf, len(rows), est_seq, est_tokens, sid),
             )
         return results
+
+    async def token_estimate(self, key: SessionKey) -> TokenEstimate | None:
+        """See :meth:`mindstore.store.base.Store.token_estimate`."""
+        check_key(key)
+        row = await self._fetchone(
+            "SELECT m.id, s.est_tokens, s.est_gen, s.compact_floor, s.compact_margin "
+            "FROM sessions s LEFT JOIN messages m ON m.seq = s.est_seq "
+            "WHERE s.namespace = %s AND s.session_id = %s",
+            (key.namespace, key.session_id),
+        )
+        if row is None:
+            return None
+        known = row[0] is not None and row[1] is not None
+        return TokenEstimate(
+            leaf_id=row[0] if known else None,
+            tokens=int(row[1]) if known else None,
+            version=int(row[2]),
+            floor=None if row[3] is None else int(row[3]),
+            margin=None if row[4] is None else int(row[4]),
+        )
+
+    async def set_token_estimate(
+        self,
+        key: SessionKey,
+        *,
+        leaf_id: str,
+        tokens: int,
+        version: int,
+        floor: int | None = None,
+        margin: int | None = None,
+    ) -> bool:
+        """See :meth:`mindstore.store.base.Store.set_token_estimate`."""
+        check_key(key)
+        check_id(leaf_id, "leaf_id")
+        check_int(tokens, "tokens")
+        check_int(version, "version")
+        for name, opt in (("floor", floor), ("margin", margin)):
+            if opt is not None:
+                check_int(opt, name)
+
+        async def run(conn: Conn) -> bool:
+            cur = await conn.execute(
+                "UPDATE sessions SET est_seq = (SELECT seq FROM messages "
+                "WHERE sid = sessions.sid AND id = %s), est_tokens = %s, compact_floor = %s, "
+                "compact_margin = %s WHERE namespace = %s AND session_id = %s AND est_gen = %s",
+                (leaf_id, tokens, floor, margin, key.namespace, key.session_id, version),
+            )
+            return cur.rowcount == 1
+
+        return await self._write(run)
 
     async def get_message(self, key: SessionKey, message_id: str) -> StoredMessage | None:
         check_key(key)
@@ -930,6 +1004,7 @@ class PostgresStore:
             )
             if cur.rowcount != 1:
                 raise not_found(key, mid)
+            await conn.execute(_FORGET_ESTIMATE_SQL, (key.namespace, key.session_id))
 
         await self._write(run)
 
@@ -1003,6 +1078,7 @@ class PostgresStore:
                 "WHERE sid = %s",
                 (sid, len(rows), sid),
             )
+            await conn.execute(_FORGET_ESTIMATE_SQL, (key.namespace, key.session_id))
             return len(rows)
 
         return await self._write(run)
@@ -1031,6 +1107,7 @@ class PostgresStore:
             "updated_at = clock_timestamp() WHERE sid = %s",
             (sid,),
         )
+        await conn.execute(_FORGET_ESTIMATE_SQL, (key.namespace, key.session_id))
         return sid
 
     async def search(
@@ -1197,6 +1274,7 @@ class PostgresStore:
                 await conn.execute(
                     "UPDATE compactions SET superseded_by = %s WHERE id = ANY(%s)", (row[0], sup)
                 )
+            await conn.execute(_FORGET_ESTIMATE_SQL, (key.namespace, key.session_id))
             return _compaction(row)
 
         return await self._write(run)
@@ -1231,6 +1309,7 @@ class PostgresStore:
                 "UPDATE compactions SET superseded_by = NULL WHERE superseded_by = %s",
                 (compaction_id,),
             )
+            await conn.execute(_FORGET_ESTIMATE_SQL, (key.namespace, key.session_id))
             return _compaction(row)
 
         return await self._write(run)
