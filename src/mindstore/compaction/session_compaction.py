@@ -147,7 +147,8 @@ class CompactionMixin:
             if counter is not None:
                 prompt = await self.freeze_system_prompt()
                 return int(await _maybe_await(counter(history, prompt))), path_tokens
-            if est is not None and not force:
+            if est is not None and est.tokens is None and not force:
+                # (an estimate known for another leaf is a newer writer's: left alone)
                 await self._store.set_token_estimate(
                     self._key,
                     leaf_id=mid,
