@@ -107,6 +107,12 @@ async def test_set_token_estimate_is_versioned(store: Store) -> None:
     [c] = await s.get_compactions()
     await check(s.revert_compaction(c.id))
     await check(s.delete_messages(["x"]))
+    # unloading a skill shortens the results it had returned: re-measure; loading does not
+    before = await store.token_estimate(s.key)
+    assert await store.set_skill_loaded(s.key, "skills", "howto", True)
+    after = await store.token_estimate(s.key)
+    assert before is not None and after is not None and after.version == before.version
+    await check(store.set_skill_loaded(s.key, "skills", "howto", False))
     await check(s.clear_messages())
 
 

@@ -16,9 +16,10 @@ Invariants:
   tokens of the overlaid path to the session's leaf, extended by every append in its own
   transaction — whichever process or ``Session`` object made it — so a check after an append
   is one O(1) read. Only when the store does not know it (another branch was appended to, or
-  a delete, update or compaction cleared it) is it recomputed once from ``get_history`` and
-  stored back (if nothing changed meanwhile). With a user ``token_counter`` the counter
-  receives the overlaid path and the system prompt on every append (the user chose that cost).
+  a delete, update, compaction or skill unload cleared it) is it recomputed once from
+  ``get_history`` and stored back (if nothing changed meanwhile). With a user
+  ``token_counter`` the counter receives the overlaid path and the system prompt on every
+  append (the user chose that cost).
 * Back-off: when an automatic compaction leaves the context above the threshold (the head,
   summary and tail the compaction function keeps are larger than it), compacting again after
   every append would call the summariser each time for nothing. Automatic compaction then

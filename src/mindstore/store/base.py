@@ -134,8 +134,9 @@ class TokenEstimate:
     applied (the stored per-message ``tokens`` summed, summaries counted instead of the ranges
     they cover). Every append in the same transaction extends it when the new message's parent
     is ``leaf_id`` (or starts it at a new root) and clears it otherwise; every other write that
-    can change a path (update, delete, clear, add/revert compaction) clears it, clears the
-    back-off and increments ``version``. ``leaf_id``/``tokens`` are None when unknown.
+    can change what a path reads as (update, delete, clear, add/revert compaction, a skill
+    unload) clears it, clears the back-off and increments ``version``. ``leaf_id`` and
+    ``tokens`` are None when unknown.
 
     ``floor``/``margin``: the automatic-compaction back-off — no automatic compaction until the
     context exceeds ``floor``; ``margin`` is the growth the last back-off waited for.

@@ -1472,6 +1472,11 @@ class PostgresStore:
                     "AND loaded RETURNING 1",
                     (key.namespace, key.session_id, *k),
                 )
+                if await cur.fetchone() is None:
+                    return False
+                # the skill's earlier results now read back shorter: re-measure the path
+                await conn.execute(_FORGET_ESTIMATE_SQL, (key.namespace, key.session_id))
+                return True
             return await cur.fetchone() is not None
 
         return await self._write(run)

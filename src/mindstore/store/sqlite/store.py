@@ -558,12 +558,12 @@ def _extend_estimate(
     return None, None
 
 
-def _forget_estimate(conn: sqlite3.Connection, where: str, arg: int | None) -> None:
+def _forget_estimate(conn: sqlite3.Connection, where: str, *args: Any) -> None:
     """Clear the running estimate and the compaction back-off after a path-changing write."""
     conn.execute(
         "UPDATE sessions SET est_seq = NULL, est_tokens = NULL, est_gen = est_gen + 1, "
         f"compact_floor = NULL, compact_margin = NULL WHERE {where}",
-        (arg,),
+        args,
     )
 
 
@@ -1608,6 +1608,13 @@ class SQLiteStore:
                 "coalesce(excluded.unloaded_before_seq, skill_states.unloaded_before_seq)",
                 (*k, int(loaded), before),
             )
+            if not loaded:  # the skill's earlier results now read back shorter: re-measure
+                _forget_estimate(
+                    conn,
+                    "sid = (SELECT sid FROM sessions WHERE namespace = ? AND session_id = ?)",
+                    key.namespace,
+                    key.session_id,
+                )
             return True
 
     # ---- keyed entries -----------------------------------------------------------------------
