@@ -1,6 +1,7 @@
 """Reliability report: crash kills, contention and hostile inputs, with lost = 0 and corrupt = 0.
 
-Runs the same harnesses as ``tests/reliability/`` at a chosen size and prints one table:
+Runs the same harnesses as ``tests/reliability/`` at a chosen size and prints one table (plus,
+with PostgreSQL, the outage measurements of :func:`postgres_outages`):
 
     python bench/reliability.py                 # 100 kills per backend, 4 s contention
     python bench/reliability.py --soak          # 2,000 kills per backend, 30 s contention
@@ -19,7 +20,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import logging
 import os
 import sys
 import tempfile
@@ -117,6 +120,87 @@ async def contention(backend: str, url: str | None, seconds: float) -> dict[str,
     }
 
 
+async def postgres_outages(url: str) -> dict[str, Any]:
+    """PostgreSQL restart and freeze (issue 13 item 12), with the store's default limits.
+
+    * restart: a PRIVATE throw-away server (initdb in a temp dir, Unix socket only — never the
+      shared one) is stopped for 2, 5 and 10 s while a store keeps calling; after each restart,
+      the seconds until the first call succeeds;
+    * freeze: a worker SIGSTOPped inside an append transaction holds the session's row lock;
+      the longest wait of 3 other appenders of that session (they fail after ``lock_timeout``)
+      and the seconds until appends succeed again (``idle_in_transaction_timeout``).
+    """
+    import shutil
+
+    import pg_outage
+    import test_postgres_concurrency as pgc
+
+    from backends import drop_schema
+    from mindstore.store.postgres.store import (
+        DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT,
+        DEFAULT_LOCK_TIMEOUT,
+    )
+
+    # psycopg_pool logs every refused reconnection attempt during the outage: expected here
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+    out: dict[str, Any] = {"restart": [], "freeze": None, "ok": True}
+    bindir = pgc._pg_bindir()
+    if bindir is None:
+        out["restart_skipped"] = "initdb/pg_ctl not installed"
+    else:
+        root = Path(tempfile.mkdtemp(prefix="mindstore-pg-"))
+        server = pgc.PrivateServer(bindir, root)
+        try:
+            server.init()
+            server.start()
+            for outage in (2.0, 5.0, 10.0):
+                r = await pg_outage.restart_recovery(server, outage=outage)
+                out["restart"].append(r)
+                out["ok"] &= r["first_success_s"] < 2.0
+        finally:
+            with contextlib.suppress(Exception):  # already stopped
+                server.stop()
+            shutil.rmtree(root, ignore_errors=True)
+    schema = f"mindstore_rel_{uuid.uuid4().hex[:12]}"
+    try:
+        f = await pg_outage.frozen_holder(
+            url,
+            schema,
+            lock_timeout=DEFAULT_LOCK_TIMEOUT,
+            idle_in_transaction_timeout=DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT,
+        )
+    finally:
+        await drop_schema(url, schema)
+    f["lock_timeout"] = DEFAULT_LOCK_TIMEOUT
+    f["idle_in_transaction_timeout"] = DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT
+    out["freeze"] = f
+    out["ok"] &= f["max_wait_s"] < DEFAULT_LOCK_TIMEOUT + 5 and not f["written_while_blocked"]
+    return out
+
+
+def print_outages(out: dict[str, Any]) -> None:
+    print()
+    print("PostgreSQL restart (private server): first successful call after the server is back")
+    for r in out["restart"]:
+        print(
+            f"  outage {r['outage_s']:>4.0f} s: first success after {r['first_success_s']:.2f} s"
+            f" ({r['failed_calls']} calls failed with StoreError meanwhile)"
+        )
+    if out.get("restart_skipped"):
+        print(f"  skipped: {out['restart_skipped']}")
+    f = out["freeze"]
+    print(
+        "PostgreSQL freeze (holder SIGSTOPped in an append; "
+        f"lock_timeout={f['lock_timeout']:.0f} s, "
+        f"idle_in_transaction_timeout={f['idle_in_transaction_timeout']:.0f} s)"
+    )
+    print(
+        f"  blocked appenders: max wait {f['max_wait_s']:.2f} s, all StoreError: "
+        f"{all(o.startswith('StoreError') for o in f['outcomes'])}, written while blocked: "
+        f"{len(f['written_while_blocked'])}; appends succeed again after {f['recovered_s']:.1f} s"
+    )
+
+
 async def _check(store: Any, results: list[dict[str, Any]]) -> tuple[bool, str]:
     try:
         await test_contention.check_final_state(store, results)
@@ -193,6 +277,7 @@ def main() -> None:
     parser.add_argument(
         "--op-kills", type=int, default=100, help="kills per multi-step operation and backend"
     )
+    parser.add_argument("--no-outages", action="store_true", help="skip PostgreSQL restart/freeze")
     args = parser.parse_args()
     if args.soak:
         args.kills, args.contention_seconds, args.op_kills = 2000, 30.0, 1000
@@ -246,6 +331,10 @@ def main() -> None:
         r["crash"]["lost"] or r["crash"]["corrupt"] or not r["contention"]["consistent"]
         for r in rows
     ) or any(r["lost"] or r["partial_or_corrupt"] for r in op_rows)
+    if args.postgres and not args.no_outages:
+        outages = asyncio.run(postgres_outages(args.postgres))
+        print(json.dumps(outages, indent=2)) if args.json else print_outages(outages)
+        bad = bad or not outages["ok"]
     sys.exit(1 if bad else 0)
 
 

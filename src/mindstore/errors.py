@@ -17,7 +17,8 @@ The tree::
     ├── ConfigError              (also ValueError)   an invalid `mindstore mcp --config` file
     └── MissingDependencyError   (also ImportError)  an optional extra is not installed
 
-Invariant: an operation that raises any of these has changed nothing in the store.
+Invariant: an operation that raises any of these has changed nothing in the store — except a
+``StoreError`` with ``maybe_committed=True``, whose outcome is unknown (see its docstring).
 Messages say what was wrong and what to do about it.
 """
 
@@ -86,7 +87,27 @@ class SchemaVersionError(MindstoreError):
 
 
 class StoreError(MindstoreError):
-    """The storage driver failed; the original exception is on ``__cause__``."""
+    """The storage driver failed; the original exception is on ``__cause__``.
+
+    Attributes:
+        maybe_committed: True when the connection was lost while the transaction was being
+            committed, so whether it took effect is unknown (PostgreSQL: the server crashed or
+            the network failed after ``COMMIT`` was sent). False means nothing was written.
+        message_ids: for an append, the ids of the messages it tried to write — including ids
+            generated for messages given without one. Retrying with these ids is idempotent
+            (an id that is already stored is skipped), so a retry never duplicates a message.
+    """
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        maybe_committed: bool = False,
+        message_ids: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.maybe_committed = maybe_committed
+        self.message_ids = message_ids
 
 
 class ConfigError(MindstoreError, ValueError):

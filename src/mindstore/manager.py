@@ -47,6 +47,7 @@ from mindstore.errors import (
     InvalidKeyError,
     MessageNotFoundError,
     SessionNotFoundError,
+    StoreError,
 )
 from mindstore.messages import new_message_id, validate_id
 from mindstore.search import SearchResult, parse_query
@@ -376,6 +377,8 @@ class SessionManager:
         Raises:
             InvalidMessageError: a malformed message; nothing written.
             MessageNotFoundError: ``parent_id`` does not exist in the session.
+            StoreError: the store failed; ``message_ids`` holds the ids used (generated where
+                missing) — retry with them to stay idempotent (see ``maybe_committed``).
         """
         if isinstance(messages, (dict, str)):
             raise TypeError("append_all takes a list of messages")
@@ -394,10 +397,16 @@ class SessionManager:
                 NewMessage(message=msg, parent=parent, tokens=session.count_message_tokens([msg]))
             )
             parent = msg["id"]
-        inserted = await self._store.append(session.key, items)
-        for msg, new in zip(prepared, inserted, strict=True):
-            if new:
-                await session._after_append(msg)
+        try:
+            inserted = await self._store.append(session.key, items)
+        except StoreError as e:
+            e.message_ids = tuple(msg["id"] for msg in prepared)  # retry with these: idempotent
+            raise
+        # One compaction check for the batch, after its last new message: the context only
+        # grew along the chain, and the store's estimate is for that message.
+        fresh = [msg for msg, new in zip(prepared, inserted, strict=True) if new]
+        if fresh:
+            await session._after_append(fresh[-1])
         return inserted
 
     async def fork(self, session_id: str, at_message_id: str, name: str | None) -> SessionInfo:

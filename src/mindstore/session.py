@@ -22,7 +22,12 @@ from mindstore.compaction.session_compaction import CompactionMixin
 from mindstore.context.providers import as_provider
 from mindstore.context.session_context import ContextMixin
 from mindstore.context.spec import BlockSpec, Scope
-from mindstore.errors import ConflictError, InvalidMessageError, MessageNotFoundError
+from mindstore.errors import (
+    ConflictError,
+    InvalidMessageError,
+    MessageNotFoundError,
+    StoreError,
+)
 from mindstore.messages import validate_id, validate_message
 from mindstore.search import SearchResult, parse_query
 from mindstore.store._checks import check_name
@@ -196,6 +201,10 @@ class Session(ContextMixin, CompactionMixin):
             InvalidMessageError: malformed message; nothing written.
             MessageNotFoundError: ``parent_id`` does not exist in this session.
             ConflictError: ``expected_leaf`` is no longer the latest leaf.
+            StoreError: the store failed. ``message_ids`` holds the id used (generated if the
+                message had none): retry with ``{**message, "id": error.message_ids[0]}`` —
+                re-appending a stored id is a no-op, so the retry never duplicates. With
+                ``maybe_committed`` True the message may already be stored.
         """
         # validate + row-size limit; the size check's JSON goes to the store (serialised once)
         msg, content = fit_row(validate_message(message), self.max_message_bytes)
@@ -213,6 +222,9 @@ class Session(ContextMixin, CompactionMixin):
         )
         try:
             [inserted] = await self._store.append(self._key, [item], expected_leaf=expected_leaf)
+        except StoreError as e:
+            e.message_ids = (msg["id"],)  # a retry with this id cannot duplicate the message
+            raise
         except ConflictError:
             # A retried compare-and-append whose first attempt landed (its acknowledgement was
             # lost) finds its own message as the leaf: re-appending an existing id is a no-op.
@@ -300,7 +312,6 @@ class Session(ContextMixin, CompactionMixin):
             validate_message(message, generate_id=False)
         msg = self._prepare_message(message)
         await self._store.update(self._key, msg, tokens=self.count_message_tokens([msg]))
-        self._invalidate_token_cache()
 
     async def delete_messages(self, ids: Sequence[str]) -> int:
         """Delete messages, re-attaching their children to their parents."""
@@ -310,13 +321,11 @@ class Session(ContextMixin, CompactionMixin):
             if not isinstance(i, str) or not i:
                 raise MessageNotFoundError(f"cannot delete {i!r}: message ids are strings")
         deleted = await self._store.delete(self._key, list(dict.fromkeys(ids)))
-        self._invalidate_token_cache()
         return deleted
 
     async def clear_messages(self) -> None:
         """Remove every message, compaction, search row and loaded skill; refresh the prompt."""
         await self._store.clear(self._key)
-        self._invalidate_token_cache()
         await self._after_clear()
 
     async def search(self, query: str, *, limit: int = 20) -> list[SearchResult]:

@@ -60,6 +60,17 @@ STORE_CALLS: list[tuple[str, Call, type[Exception]]] = [
         MESSAGE,
     ),
     ("path_length leaf", lambda s, b: s.path_length(K, b), MESSAGE),
+    ("token_estimate", lambda s, b: s.token_estimate(sk(sid=b)), KEY),
+    (
+        "set_token_estimate leaf",
+        lambda s, b: s.set_token_estimate(K, leaf_id=b, tokens=1, version=0),
+        MESSAGE,
+    ),
+    (
+        "set_token_estimate session",
+        lambda s, b: s.set_token_estimate(sk(ns=b), leaf_id="m1", tokens=1, version=0),
+        KEY,
+    ),
     ("children", lambda s, b: s.children(K, b), MESSAGE),
     ("latest_leaf", lambda s, b: s.latest_leaf(sk(ns=b)), KEY),
     ("update session", lambda s, b: s.update(sk(sid=b), msg("m1"), tokens=1), KEY),

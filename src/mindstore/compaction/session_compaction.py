@@ -12,12 +12,22 @@ Invariants:
   changes nothing.
 * Automatic compaction (``compact_after``) runs after an append and can never fail it: every
   error goes to the ``on_compaction_error`` handler once, or to the ``mindstore`` logger.
-* The token estimate for ``compact_after`` is incremental: the session caches
-  ``(leaf_id, tokens of the overlaid path)``; an append whose parent is the cached leaf adds
-  the new message's tokens; anything else (another branch, another process, a delete, a
-  compaction) recomputes it once from ``get_history``. With a user ``token_counter`` the
-  counter receives the overlaid path and the system prompt on every append (the user chose
-  that cost).
+* The token estimate for ``compact_after`` lives in the store (``Store.token_estimate``): the
+  tokens of the overlaid path to the session's leaf, extended by every append in its own
+  transaction — whichever process or ``Session`` object made it — so a check after an append
+  is one O(1) read. Only when the store does not know it (another branch was appended to, or
+  a delete, update, compaction or skill unload cleared it) is it recomputed once from
+  ``get_history`` and stored back (if nothing changed meanwhile). With a user
+  ``token_counter`` the counter receives the overlaid path and the system prompt on every
+  append (the user chose that cost).
+* Back-off: when an automatic compaction leaves the context above the threshold (the head,
+  summary and tail the compaction function keeps are larger than it), compacting again after
+  every append would call the summariser each time for nothing. Automatic compaction then
+  waits until the context has grown by ``BACKOFF_FRACTION`` of the threshold past what the
+  compaction left, doubling that margin after each further compaction that stays above; the
+  state lives in the store next to the estimate, and the condition is reported once per
+  episode (``on_compaction_error`` handler, else a logged warning). A compaction that gets
+  below the threshold — or any manual one — ends the episode.
 """
 
 from __future__ import annotations
@@ -37,15 +47,19 @@ from mindstore.compaction.overlays import (
 from mindstore.compaction.rowlimit import enforce_row_limit
 from mindstore.errors import CompactionError, MessageNotFoundError
 from mindstore.messages import validate_id
-from mindstore.store.base import Compaction, SessionKey, Store, StoredMessage
+from mindstore.store.base import Compaction, SessionKey, Store, StoredMessage, TokenEstimate
 from mindstore.tokens import estimate_string_tokens
 
 if TYPE_CHECKING:
     from mindstore.tokens import Tokenizer
 
-__all__ = ["CompactionMixin", "summary_has_content"]
+__all__ = ["BACKOFF_FRACTION", "CompactionMixin", "summary_has_content"]
 
 logger = logging.getLogger("mindstore")
+
+#: After an automatic compaction that stays above the threshold, the next one waits until the
+#: context has grown by this fraction of the threshold (doubling each time it happens again).
+BACKOFF_FRACTION = 0.1
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}(\s.*)?$")
 _CONTENT = re.compile(r"\w")
@@ -90,30 +104,96 @@ class CompactionMixin:
 
     # ---- hooks called by Session ---------------------------------------------------------------
     def _init_compaction_state(self) -> None:
-        self._token_cache: tuple[str, int] | None = None
         self._prompt_tokens: tuple[str, int] | None = None
         self._auto_compacting = False
 
     def _enforce_row_limit(self, message: dict[str, Any]) -> dict[str, Any]:
         return enforce_row_limit(message, self.max_message_bytes)
 
-    def _invalidate_token_cache(self) -> None:
-        self._token_cache = None
-
     async def _after_append(self, message: dict[str, Any]) -> None:
         """Automatic compaction check after a fresh insert. Never raises."""
-        if self._compact_threshold is None:
+        threshold = self._compact_threshold
+        if threshold is None or self._auto_compacting:
             return
         try:
-            tokens = await self._tokens_after_append(message)
-            if tokens > self._compact_threshold and not self._auto_compacting:
-                self._auto_compacting = True
-                try:
-                    await self.compact(leaf_id=str(message["id"]))
-                finally:
-                    self._auto_compacting = False
+            mid = str(message["id"])
+            before = await self._store.token_estimate(self._key)
+            tokens, _ = await self._measure(mid, before)
+            floor = before.floor if before is not None else None
+            if tokens <= max(threshold, floor or 0):
+                return
+            self._auto_compacting = True
+            try:
+                stored = await self.compact(leaf_id=mid)
+            finally:
+                self._auto_compacting = False
+            if stored is not None:
+                await self._after_auto_compaction(mid, threshold, before)
         except Exception as exc:
             await self._report_compaction_error(exc)
+
+    async def _measure(
+        self, mid: str, est: TokenEstimate | None, *, force: bool = False
+    ) -> tuple[int, int]:
+        """(context tokens — the overlaid path to ``mid`` plus the system prompt —, the path's
+        built-in estimate). Uses the store's running estimate when it is for ``mid``; otherwise
+        recomputes it and stores it back (unless ``force``: the caller stores it)."""
+        counter = self._compact_token_counter
+        if counter is None and not force and est is not None and est.leaf_id == mid:
+            assert est.tokens is not None
+            path_tokens = est.tokens
+        else:
+            history = await self.get_history(mid)
+            path_tokens = self.count_message_tokens(history)
+            if counter is not None:
+                prompt = await self.freeze_system_prompt()
+                return int(await _maybe_await(counter(history, prompt))), path_tokens
+            if est is not None and est.tokens is None and not force:
+                # (an estimate known for another leaf is a newer writer's: left alone)
+                await self._store.set_token_estimate(
+                    self._key,
+                    leaf_id=mid,
+                    tokens=path_tokens,
+                    version=est.version,
+                    floor=est.floor,
+                    margin=est.margin,
+                )
+        prompt_tokens = self._system_prompt_tokens(await self.freeze_system_prompt())
+        return path_tokens + prompt_tokens, path_tokens
+
+    async def _after_auto_compaction(
+        self, mid: str, threshold: int, before: TokenEstimate | None
+    ) -> None:
+        """Store the new estimate; back off when the compaction left the context above the
+        threshold (see the module docstring), reporting it once per episode."""
+        est = await self._store.token_estimate(self._key)  # the compaction cleared it
+        if est is None:
+            return
+        tokens, path_tokens = await self._measure(mid, est, force=True)
+        floor = margin = None
+        if tokens > threshold:
+            previous = before.margin if before is not None else None
+            margin = max(1, int(threshold * BACKOFF_FRACTION)) if previous is None else previous * 2
+            floor = tokens + margin
+        await self._store.set_token_estimate(
+            self._key,
+            leaf_id=mid,
+            tokens=path_tokens,
+            version=est.version,
+            floor=floor,
+            margin=margin,
+        )
+        if floor is not None and (before is None or before.margin is None):
+            await self._report_compaction_notice(
+                CompactionError(
+                    f"automatic compaction of session {self._key.session_id!r} left {tokens} "
+                    f"tokens, still above the compact_after threshold of {threshold}: the "
+                    "compaction function keeps more than that (head, summary and tail). "
+                    f"Automatic compaction now waits until the context exceeds {floor} tokens "
+                    "(the margin doubles each time this repeats). Raise the threshold or keep "
+                    "a smaller tail (create_compact_function(tail_token_budget=...))."
+                )
+            )
 
     async def _present(
         self, rows: list[StoredMessage], *, window: bool = False
@@ -204,9 +284,7 @@ class CompactionMixin:
         """
         if isinstance(compaction_id, bool) or not isinstance(compaction_id, int):
             raise CompactionError(f"compaction ids are integers, got {compaction_id!r}")
-        reverted = await self._store.revert_compaction(self._key, compaction_id)
-        self._invalidate_token_cache()
-        return reverted
+        return await self._store.revert_compaction(self._key, compaction_id)
 
     async def compact(self, leaf_id: str | None = None) -> Compaction | None:
         """Run the registered compaction function on ``get_history(leaf_id)`` (DESIGN §6.2).
@@ -289,7 +367,6 @@ class CompactionMixin:
             to_id=path_ids[end],
             supersedes=supersedes,
         )
-        self._invalidate_token_cache()
         return stored
 
     async def _find_compaction(self, compaction_id: int) -> Compaction:
@@ -314,26 +391,6 @@ class CompactionMixin:
 
         return count
 
-    async def _tokens_after_append(self, message: dict[str, Any]) -> int:
-        """Tokens of the overlaid path ending at ``message`` plus the system prompt."""
-        mid = str(message["id"])
-        if self._compact_token_counter is not None:
-            history = await self.get_history(mid)
-            prompt = await self.freeze_system_prompt()
-            return int(await _maybe_await(self._compact_token_counter(history, prompt)))
-        new_tokens = self.count_message_tokens([message])
-        row = await self._store.get_message(self._key, mid)
-        parent = row.parent_id if row is not None else None
-        cache = self._token_cache
-        if parent is None:
-            path_tokens = new_tokens
-        elif cache is not None and cache[0] == parent:
-            path_tokens = cache[1] + new_tokens
-        else:
-            path_tokens = self.count_message_tokens(await self.get_history(mid))
-        self._token_cache = (mid, path_tokens)
-        return path_tokens + self._system_prompt_tokens(await self.freeze_system_prompt())
-
     def _system_prompt_tokens(self, prompt: str) -> int:
         cached = self._prompt_tokens
         if cached is not None and cached[0] == prompt:
@@ -343,6 +400,18 @@ class CompactionMixin:
         )
         self._prompt_tokens = (prompt, tokens)
         return tokens
+
+    async def _report_compaction_notice(self, exc: CompactionError) -> None:
+        """A condition worth knowing that did not fail anything: to the handler, else a
+        logged warning."""
+        handler = self._compaction_error_handler
+        if handler is None:
+            logger.warning("%s", exc)
+            return
+        try:
+            await _maybe_await(handler(exc))
+        except Exception:
+            logger.exception("the on_compaction_error handler itself raised")
 
     async def _report_compaction_error(self, exc: BaseException) -> None:
         handler = self._compaction_error_handler

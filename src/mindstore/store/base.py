@@ -43,6 +43,7 @@ __all__ = [
     "SkillState",
     "Store",
     "StoredMessage",
+    "TokenEstimate",
 ]
 
 
@@ -124,6 +125,29 @@ class Compaction:
     created_at: datetime
     superseded_by: int | None = None
     reverted: bool = False
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TokenEstimate:
+    """The running token estimate of a session, kept by the store for ``compact_after``.
+
+    ``tokens`` is the estimate of the path ending at ``leaf_id`` with compaction overlays
+    applied (the stored per-message ``tokens`` summed, summaries counted instead of the ranges
+    they cover). Every append in the same transaction extends it when the new message's parent
+    is ``leaf_id`` (or starts it at a new root) and clears it otherwise; every other write that
+    can change what a path reads as (update, delete, clear, add/revert compaction, a skill
+    unload) clears it, clears the back-off and increments ``version``. ``leaf_id`` and
+    ``tokens`` are None when unknown.
+
+    ``floor``/``margin``: the automatic-compaction back-off — no automatic compaction until the
+    context exceeds ``floor``; ``margin`` is the growth the last back-off waited for.
+    """
+
+    leaf_id: str | None
+    tokens: int | None
+    version: int
+    floor: int | None = None
+    margin: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -271,6 +295,26 @@ class Store(Protocol):
         ...
 
     async def path_length(self, key: SessionKey, leaf_id: str | None) -> int: ...
+
+    async def token_estimate(self, key: SessionKey) -> TokenEstimate | None:
+        """The session's running token estimate (see :class:`TokenEstimate`) — O(1); None for
+        a session that does not exist."""
+        ...
+
+    async def set_token_estimate(
+        self,
+        key: SessionKey,
+        *,
+        leaf_id: str,
+        tokens: int,
+        version: int,
+        floor: int | None = None,
+        margin: int | None = None,
+    ) -> bool:
+        """Record that the overlaid path ending at ``leaf_id`` is ``tokens`` tokens, and the
+        back-off — only if the estimate's ``version`` is still ``version`` (no path-changing
+        write happened since it was read); returns whether it was written."""
+        ...
 
     async def children(self, key: SessionKey, message_id: str) -> list[StoredMessage]:
         """Direct children ordered by seq. Unknown id → MessageNotFoundError."""

@@ -231,6 +231,20 @@ m006_entry_records: Final = [
     'CREATE INDEX entries_by_label ON entries (namespace, scope, label COLLATE "C")',
 ]
 
+# Why: compact_after needs the token size of the session's context after every append; the
+# Session kept it in memory, so every new Session object (one per request in a server) and every
+# append after another writer re-read the whole history (122 ms at 10,000 messages). The sessions
+# row now holds it, extended by every append in its transaction: ``est_seq`` is the leaf it
+# measures and ``est_tokens`` the overlaid path's tokens (NULL: unknown, recomputed once);
+# ``est_gen`` counts the writes that cleared it (update, delete, clear, compactions), so a
+# recomputed value is stored only if nothing changed meanwhile. ``compact_floor`` and
+# ``compact_margin`` hold the automatic-compaction back-off. Existing sessions start unknown.
+m007_token_estimates: Final = [
+    "ALTER TABLE sessions ADD COLUMN est_seq bigint, ADD COLUMN est_tokens bigint,"
+    " ADD COLUMN est_gen bigint NOT NULL DEFAULT 0, ADD COLUMN compact_floor bigint,"
+    " ADD COLUMN compact_margin bigint",
+]
+
 MIGRATIONS: Final[list[tuple[int, str, list[str]]]] = [
     (1, "m001_message_tree", m001_message_tree),
     (2, "m002_message_search", m002_message_search),
@@ -238,6 +252,7 @@ MIGRATIONS: Final[list[tuple[int, str, list[str]]]] = [
     (4, "m004_entries", m004_entries),
     (5, "m005_message_search_table", m005_message_search_table),
     (6, "m006_entry_records", m006_entry_records),
+    (7, "m007_token_estimates", m007_token_estimates),
 ]
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]

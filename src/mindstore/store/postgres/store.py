@@ -34,7 +34,16 @@ Behaviour and invariants
   ``BEGIN`` fails on such a dead connection (nothing was sent yet) is retried on another
   connection, as is any read; an operation that was in flight when the server went away fails
   with StoreError and, being one transaction, left nothing behind. The pool replaces dead
-  connections, so later calls succeed once the server is back.
+  connections, retrying every 0.5 s (:func:`_fast_reconnect_pool`), so later calls succeed
+  within about a second of the server's return.
+* **Unknown commit outcomes.** A connection lost after ``COMMIT`` was sent may or may not have
+  committed: such a StoreError has ``maybe_committed=True``. An append first asks the server
+  (``txid_status`` of the transaction id its lock statement returned) and answers truthfully
+  when it can: committed → returns; rolled back → StoreError(maybe_committed=False).
+* **Bounded waits.** Every pooled connection runs with ``lock_timeout``,
+  ``statement_timeout`` and ``idle_in_transaction_session_timeout`` (options of :meth:`open`),
+  so a frozen worker holding a session's row lock blocks the others for at most
+  ``lock_timeout`` and is rolled back by the server after the idle timeout.
 
 Schema (see :mod:`.migrations`)
 ===============================
@@ -111,6 +120,7 @@ from mindstore.store.base import (
     SessionKey,
     SkillState,
     StoredMessage,
+    TokenEstimate,
     _Sentinel,
 )
 from mindstore.store.postgres import snippets
@@ -145,6 +155,12 @@ T = TypeVar("T")
 _GENERIC_PLAN_FRACTION: Final = 0.01
 _LEXEME_STATS_SECONDS: Final = 300.0
 _RANK_NORMALIZATION: Final = 1  # divide by 1 + log(document length), like BM25's length term
+
+# Server-side limits (seconds) on every pooled connection; see PostgresStore.open.
+DEFAULT_LOCK_TIMEOUT: Final = 10.0
+DEFAULT_STATEMENT_TIMEOUT: Final = 60.0
+DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT: Final = 30.0
+_MAX_RECONNECT_DELAY: Final = 0.5  # seconds between reconnection attempts while the server is down
 
 
 # ---- SQL ---------------------------------------------------------------------------------------
@@ -210,7 +226,7 @@ _MESSAGE_TSV_PREFIX = tsvector_sql("%(itext)s", "%(itool)s", "simple")
 _LOCK_SESSION_SQL = (
     "INSERT INTO sessions (namespace, session_id) VALUES (%s, %s) "
     "ON CONFLICT (namespace, session_id) DO UPDATE SET leaf_seq = sessions.leaf_seq "
-    "RETURNING sid, leaf_seq"
+    "RETURNING sid, leaf_seq, txid_current()"
 )
 
 # transaction(lock=...): the registry row's lock, without creating a missing row.
@@ -230,7 +246,21 @@ _INSERT_ONE_SQL = (
     " tool_text, tsv) SELECT ins.seq, %(ns)s, %(sess)s, %(id)s, %(role)s, ins.created_at,"
     " %(text)s, %(tool)s, " + _MESSAGE_TSV + " FROM ins"
     ") UPDATE sessions SET leaf_seq = ins.seq, message_count = message_count + 1,"
-    " updated_at = clock_timestamp() FROM ins WHERE sessions.sid = %(sid)s RETURNING ins.seq"
+    " updated_at = clock_timestamp(),"
+    # the running token estimate (TokenEstimate): extended by a child of the measured leaf,
+    # started by a new root, cleared otherwise (SET sees the row's old values)
+    " est_tokens = CASE WHEN %(parent)s::bigint IS NULL THEN %(tokens)s::bigint"
+    " WHEN sessions.est_seq = %(parent)s::bigint THEN sessions.est_tokens + %(tokens)s::bigint"
+    " END,"
+    " est_seq = CASE WHEN %(parent)s::bigint IS NULL"
+    " OR sessions.est_seq = %(parent)s::bigint THEN ins.seq END"
+    " FROM ins WHERE sessions.sid = %(sid)s RETURNING ins.seq"
+)
+
+# Clear the running estimate and the compaction back-off after a path-changing write.
+_FORGET_ESTIMATE_SQL = (
+    "UPDATE sessions SET est_seq = NULL, est_tokens = NULL, est_gen = est_gen + 1,"
+    " compact_floor = NULL, compact_margin = NULL WHERE namespace = %s AND session_id = %s"
 )
 
 _INSERT_MANY_SQL = (
@@ -369,6 +399,7 @@ class PostgresStore:
         self._lexemes: tuple[float, tuple[dict[str, float], float] | None] = (-math.inf, None)
         # The connection of this task's open transaction() block, if any (see _write/_read).
         self._tx_conn: ContextVar[Conn | None] = ContextVar("mindstore_pg_tx", default=None)
+        self._limits: dict[str, float | None] = {}
         try:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
@@ -394,6 +425,9 @@ class PostgresStore:
         max_size: int = 10,
         connect_timeout: float = 30.0,
         settings: Mapping[str, str] | None = None,
+        lock_timeout: float | None = DEFAULT_LOCK_TIMEOUT,
+        statement_timeout: float | None = DEFAULT_STATEMENT_TIMEOUT,
+        idle_in_transaction_timeout: float | None = DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT,
         read_only: bool = False,
     ) -> PostgresStore:
         """Migrate the database (under an advisory lock) and open a connection pool.
@@ -409,7 +443,18 @@ class PostgresStore:
             settings: server settings applied to every pooled connection with
                 ``set_config``, e.g. ``{"synchronous_commit": "off"}`` (commits no longer wait
                 for the WAL flush: much faster appends on slow disks; a server crash may lose
-                the last few commits, never corrupt or half-apply one).
+                the last few commits, never corrupt or half-apply one). They are applied after
+                the timeouts below, so a setting of the same name wins.
+            lock_timeout: seconds a statement may wait for a row lock — e.g. an append waiting
+                for another writer of the same session — before the call fails with StoreError
+                (nothing written; retry later). ``None`` waits forever (not recommended: a
+                frozen writer would block every writer of its session).
+            statement_timeout: seconds any one statement may run before it is cancelled and the
+                call fails with StoreError (nothing written). ``None``: no limit.
+            idle_in_transaction_timeout: seconds the server lets one of this store's
+                connections sit idle inside an open transaction before it ends that connection
+                and rolls the transaction back — this frees the locks of a frozen or stopped
+                worker. ``None``: no limit.
             read_only: only read an existing, current mindstore schema: nothing is created or
                 migrated (a missing or older schema raises StoreError) and every connection
                 runs with ``default_transaction_read_only`` on, so a write raises StoreError.
@@ -436,10 +481,16 @@ class PostgresStore:
         if min_size < 0 or max_size < max(1, min_size):
             raise ValueError("need 0 <= min_size <= max_size and max_size >= 1")
 
-        config = dict(settings or {})
-        for name, value in config.items():
+        timeouts = {
+            "lock_timeout": lock_timeout,
+            "statement_timeout": statement_timeout,
+            "idle_in_transaction_session_timeout": idle_in_transaction_timeout,
+        }
+        config = {name: _milliseconds(name, value) for name, value in timeouts.items()}
+        for name, value in (settings or {}).items():
             if not isinstance(name, str) or not isinstance(value, str):
                 raise TypeError("settings must map setting names to string values")
+            config[name] = value
 
         if read_only:
             await _check_current(dsn, schema, connect_timeout)
@@ -458,7 +509,7 @@ class PostgresStore:
             for name, value in config.items():
                 await conn.execute("SELECT set_config(%s, %s, false)", (name, value))
 
-        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        pool: AsyncConnectionPool[Any] = _fast_reconnect_pool(AsyncConnectionPool)(
             dsn,
             min_size=min_size,
             max_size=max_size,
@@ -473,7 +524,9 @@ class PostgresStore:
         except psycopg.Error as e:
             await pool.close()
             raise StoreError(f"cannot connect to PostgreSQL at {_redact(dsn)}: {e}") from e
-        return cls(pool, schema=schema, dsn=dsn)
+        store = cls(pool, schema=schema, dsn=dsn)
+        store._limits = {"connect_timeout": connect_timeout, **timeouts}
+        return store
 
     async def __aenter__(self) -> Self:
         return self
@@ -532,20 +585,25 @@ class PostgresStore:
                 async with bound.transaction():
                     return await fn(bound)
             except psycopg.Error as e:
-                raise _store_error(e) from e
+                raise _store_error(e, self._limits) from e
         attempt = 0
         while True:
             attempt += 1
-            begun = False
+            begun = committing = False
             conn: Conn | None = None
             try:
-                async with self._pool.connection() as conn, conn.transaction():
-                    begun = True
-                    return await fn(conn)
+                async with self._pool.connection() as conn:
+                    async with conn.transaction():
+                        begun = True
+                        result = await fn(conn)
+                        committing = True  # leaving the block sends COMMIT
+                    return result
             except psycopg.Error as e:
                 if not begun and attempt < self._retries and _is_dead(conn):
                     continue
-                raise _store_error(e) from e
+                # Lost while committing: the server may have committed before it went away.
+                unknown = committing and _is_dead(conn)
+                raise _store_error(e, self._limits, maybe_committed=unknown) from e
 
     async def _read(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
         """Run a read (autocommit; one statement is one snapshot). Reads are idempotent, so a
@@ -557,7 +615,7 @@ class PostgresStore:
             try:
                 return await fn(bound)
             except psycopg.Error as e:
-                raise _store_error(e) from e
+                raise _store_error(e, self._limits) from e
         attempt = 0
         while True:
             attempt += 1
@@ -568,7 +626,7 @@ class PostgresStore:
             except psycopg.Error as e:
                 if attempt < self._retries and _is_dead(conn):
                     continue
-                raise _store_error(e) from e
+                raise _store_error(e, self._limits) from e
 
     @asynccontextmanager
     async def transaction(
@@ -594,7 +652,7 @@ class PostgresStore:
                 for ns, sid in keys:
                     await bound.execute(_LOCK_ROW_SQL, (ns, sid))
             except psycopg.Error as e:
-                raise _store_error(e) from e
+                raise _store_error(e, self._limits) from e
             yield  # nested: join the enclosing transaction
             return
         try:
@@ -609,7 +667,7 @@ class PostgresStore:
                 finally:
                     self._tx_conn.reset(token)
         except psycopg.Error as e:
-            raise _store_error(e) from e
+            raise _store_error(e, self._limits) from e
 
     async def _fetchone(self, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> Any:
         async def run(conn: Conn) -> Any:
@@ -646,11 +704,22 @@ class PostgresStore:
         if not prepared and expected_leaf is UNSET:
             return []
 
+        # The transaction's id and its result: if the connection is lost while committing,
+        # the server is asked (txid_status) whether that transaction committed.
+        xid: list[int] = []
+        done: list[list[bool]] = []
+
         async def run(conn: Conn) -> list[bool]:
+            result = await attempt(conn)
+            done.append(result)
+            return result
+
+        async def attempt(conn: Conn) -> list[bool]:
             cur = await conn.execute(_LOCK_SESSION_SQL, (key.namespace, key.session_id))
             row = await cur.fetchone()
             assert row is not None
-            sid, leaf = row
+            sid, leaf, txid = row
+            xid.append(txid)
             if expected_leaf is not UNSET:
                 current = None
                 if leaf is not None:
@@ -666,7 +735,41 @@ class PostgresStore:
                 return [await self._insert_one(conn, key, sid, leaf, prepared[0])]
             return await self._insert_many(conn, key, sid, leaf, prepared)
 
-        return await self._write(run)
+        try:
+            return await self._write(run)
+        except StoreError as e:
+            if not (e.maybe_committed and xid and done):
+                raise
+            status = await self._transaction_status(xid[-1])
+            if status == "committed":
+                return done[-1]
+            if status == "aborted":
+                raise StoreError(
+                    "PostgreSQL connection lost while committing; the server then reported "
+                    "that the transaction was rolled back: nothing was written, retry",
+                    message_ids=e.message_ids,
+                ) from e.__cause__
+            raise
+
+    async def _transaction_status(self, xid: int) -> str | None:
+        """``committed`` / ``aborted`` for a transaction whose COMMIT lost its connection,
+        asked of the server (``txid_status``) for up to ``connect_timeout`` seconds (it may be
+        restarting); None if it could not tell in that time."""
+        budget = self._limits.get("connect_timeout") or 30.0
+        deadline = time.monotonic() + budget
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                row = await asyncio.wait_for(self._fetchone("SELECT txid_status(%s)", (xid,)), left)
+            except (StoreError, TimeoutError):
+                await asyncio.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+                continue
+            status = row[0] if row is not None else None
+            if status in ("committed", "aborted"):
+                return str(status)
+            if status is None:  # too old to know (not for a transaction this recent)
+                return None
+            await asyncio.sleep(0.02)  # "in progress": its backend is still finishing
+        return None
 
     async def _insert_one(
         self, conn: Conn, key: SessionKey, sid: int, leaf: int | None, p: _Prepared
@@ -727,6 +830,9 @@ class PostgresStore:
             (len(items),),
         )
         seqs = [r[0] for r in await cur.fetchall()]
+        cur = await conn.execute("SELECT est_seq, est_tokens FROM sessions WHERE sid = %s", (sid,))
+        est = await cur.fetchone()
+        est_seq, est_tokens = est if est is not None else (None, None)
         results: list[bool] = []
         rows: list[tuple[int, _Prepared, int | None]] = []
         for p, seq in zip(items, seqs, strict=True):
@@ -749,6 +855,12 @@ class PostgresStore:
                 continue
             known[p.id] = seq
             rows.append((seq, p, parent_seq))
+            if parent_seq is None:
+                est_seq, est_tokens = seq, p.item.tokens
+            elif est_seq is not None and est_tokens is not None and parent_seq == est_seq:
+                est_seq, est_tokens = seq, est_tokens + p.item.tokens
+            else:
+                est_seq = est_tokens = None
             leaf = seq
             results.append(True)
         if rows:
@@ -773,10 +885,60 @@ class PostgresStore:
             )
             await conn.execute(
                 "UPDATE sessions SET leaf_seq = %s, message_count = message_count + %s, "
-                "updated_at = clock_timestamp() WHERE sid = %s",
-                (leaf, len(rows), sid),
+                "updated_at = clock_timestamp(), est_seq = %s, est_tokens = %s WHERE sid = %s",
+                (leaf, len(rows), est_seq, est_tokens, sid),
             )
         return results
+
+    async def token_estimate(self, key: SessionKey) -> TokenEstimate | None:
+        """See :meth:`mindstore.store.base.Store.token_estimate`."""
+        check_key(key)
+        row = await self._fetchone(
+            "SELECT m.id, s.est_tokens, s.est_gen, s.compact_floor, s.compact_margin "
+            "FROM sessions s LEFT JOIN messages m ON m.seq = s.est_seq "
+            "WHERE s.namespace = %s AND s.session_id = %s",
+            (key.namespace, key.session_id),
+        )
+        if row is None:
+            return None
+        known = row[0] is not None and row[1] is not None
+        return TokenEstimate(
+            leaf_id=row[0] if known else None,
+            tokens=int(row[1]) if known else None,
+            version=int(row[2]),
+            floor=None if row[3] is None else int(row[3]),
+            margin=None if row[4] is None else int(row[4]),
+        )
+
+    async def set_token_estimate(
+        self,
+        key: SessionKey,
+        *,
+        leaf_id: str,
+        tokens: int,
+        version: int,
+        floor: int | None = None,
+        margin: int | None = None,
+    ) -> bool:
+        """See :meth:`mindstore.store.base.Store.set_token_estimate`."""
+        check_key(key)
+        check_id(leaf_id, "leaf_id")
+        check_int(tokens, "tokens")
+        check_int(version, "version")
+        for name, opt in (("floor", floor), ("margin", margin)):
+            if opt is not None:
+                check_int(opt, name)
+
+        async def run(conn: Conn) -> bool:
+            cur = await conn.execute(
+                "UPDATE sessions SET est_seq = (SELECT seq FROM messages "
+                "WHERE sid = sessions.sid AND id = %s), est_tokens = %s, compact_floor = %s, "
+                "compact_margin = %s WHERE namespace = %s AND session_id = %s AND est_gen = %s",
+                (leaf_id, tokens, floor, margin, key.namespace, key.session_id, version),
+            )
+            return cur.rowcount == 1
+
+        return await self._write(run)
 
     async def get_message(self, key: SessionKey, message_id: str) -> StoredMessage | None:
         check_key(key)
@@ -963,6 +1125,7 @@ class PostgresStore:
             )
             if cur.rowcount != 1:
                 raise not_found(key, mid)
+            await conn.execute(_FORGET_ESTIMATE_SQL, (key.namespace, key.session_id))
 
         await self._write(run)
 
@@ -1036,6 +1199,7 @@ class PostgresStore:
                 "WHERE sid = %s",
                 (sid, len(rows), sid),
             )
+            await conn.execute(_FORGET_ESTIMATE_SQL, (key.namespace, key.session_id))
             return len(rows)
 
         return await self._write(run)
@@ -1064,6 +1228,7 @@ class PostgresStore:
             "updated_at = clock_timestamp() WHERE sid = %s",
             (sid,),
         )
+        await conn.execute(_FORGET_ESTIMATE_SQL, (key.namespace, key.session_id))
         return sid
 
     async def search(
@@ -1230,6 +1395,7 @@ class PostgresStore:
                 await conn.execute(
                     "UPDATE compactions SET superseded_by = %s WHERE id = ANY(%s)", (row[0], sup)
                 )
+            await conn.execute(_FORGET_ESTIMATE_SQL, (key.namespace, key.session_id))
             return _compaction(row)
 
         return await self._write(run)
@@ -1264,6 +1430,7 @@ class PostgresStore:
                 "UPDATE compactions SET superseded_by = NULL WHERE superseded_by = %s",
                 (compaction_id,),
             )
+            await conn.execute(_FORGET_ESTIMATE_SQL, (key.namespace, key.session_id))
             return _compaction(row)
 
         return await self._write(run)
@@ -1426,6 +1593,11 @@ class PostgresStore:
                     "AND loaded RETURNING 1",
                     (key.namespace, key.session_id, *k),
                 )
+                if await cur.fetchone() is None:
+                    return False
+                # the skill's earlier results now read back shorter: re-measure the path
+                await conn.execute(_FORGET_ESTIMATE_SQL, (key.namespace, key.session_id))
+                return True
             return await cur.fetchone() is not None
 
         return await self._write(run)
@@ -1847,13 +2019,79 @@ def _is_dead(conn: Conn | None) -> bool:
     return conn is not None and (conn.broken or conn.closed)
 
 
-def _store_error(e: BaseException) -> StoreError:
+def _store_error(
+    e: BaseException, limits: Mapping[str, float | None], *, maybe_committed: bool = False
+) -> StoreError:
+    """The driver error ``e`` as a StoreError whose message says what to do."""
     from psycopg_pool import PoolTimeout
 
-    if isinstance(e, PoolTimeout):
-        return StoreError(f"no PostgreSQL connection available: {e}")
     detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    if maybe_committed:
+        return StoreError(
+            f"PostgreSQL connection lost while committing ({detail}): the write may or may "
+            "not have been applied. Re-read to find out, or retry: a retry with the same "
+            "message ids is idempotent (StoreError.message_ids holds the ids of an append)",
+            maybe_committed=True,
+        )
+    if isinstance(e, PoolTimeout):
+        return StoreError(
+            f"no PostgreSQL connection within connect_timeout={limits.get('connect_timeout')}s "
+            f"(the server is unreachable or every pooled connection is busy): {detail}; "
+            "nothing was written, retry later"
+        )
+    if isinstance(e, psycopg.errors.LockNotAvailable):
+        return StoreError(
+            f"gave up waiting for a lock after lock_timeout={limits.get('lock_timeout')}s: "
+            "another writer of this session (or block) holds it — a slow, stuck or stopped "
+            "worker; nothing was written, retry later (PostgresStore.open(lock_timeout=...))"
+        )
+    if isinstance(e, psycopg.errors.QueryCanceled):
+        return StoreError(
+            f"PostgreSQL cancelled a statement ({detail}); with statement_timeout="
+            f"{limits.get('statement_timeout')}s a statement that runs longer is stopped. "
+            "Nothing was written; retry, or raise PostgresStore.open(statement_timeout=...)"
+        )
     return StoreError(f"PostgreSQL error: {detail}")
+
+
+def _milliseconds(name: str, seconds: float | None) -> str:
+    """A timeout option in seconds → the server setting (``0`` disables it)."""
+    if seconds is None:
+        return "0"
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
+        raise ValueError(f"{name} must be a positive number of seconds or None, got {seconds!r}")
+    return f"{max(1, round(seconds * 1000))}ms"
+
+
+def _fast_reconnect_pool(base: type[AsyncConnectionPool[Any]]) -> type[AsyncConnectionPool[Any]]:
+    """``base`` whose reconnection attempts are at most ``_MAX_RECONNECT_DELAY`` apart.
+
+    psycopg_pool backs off exponentially (1, 2, 4, 8 … s) while the server is down, so after
+    an outage of a few seconds the pool stayed empty for up to as long again once the server
+    was back. Capping the delay lets the first call after a restart succeed within about a
+    second; an attempt against a down server is one refused connect, so the cost is nil.
+    """
+    try:
+        from psycopg_pool.base import AttemptWithBackoff
+    except ImportError:  # pragma: no cover - a psycopg_pool without the class: keep its backoff
+        return base
+
+    class Attempt(AttemptWithBackoff):
+        INITIAL_DELAY = _MAX_RECONNECT_DELAY / 4
+
+        def update_delay(self, now: float) -> None:
+            super().update_delay(now)
+            self.delay = min(self.delay, _MAX_RECONNECT_DELAY)
+
+    class Pool(base):  # type: ignore[valid-type,misc]
+        async def _add_connection(
+            self, attempt: AttemptWithBackoff | None, growing: bool = False
+        ) -> None:
+            if attempt is None:
+                attempt = Attempt(timeout=self.reconnect_timeout)
+            await super()._add_connection(attempt, growing)
+
+    return Pool
 
 
 async def _check_current(dsn: str, schema: str | None, connect_timeout: float) -> None:

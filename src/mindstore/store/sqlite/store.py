@@ -181,6 +181,7 @@ from mindstore.store.base import (
     SessionKey,
     SkillState,
     StoredMessage,
+    TokenEstimate,
     _Sentinel,
 )
 from mindstore.store.sqlite.migrations import LATEST_VERSION, MIGRATIONS
@@ -579,6 +580,27 @@ class _FirstRows:
             self.left -= 1
             return 1
         return 0
+
+
+def _extend_estimate(
+    est_seq: int | None, est_tokens: int | None, parent_seq: int | None, seq: int, item: NewMessage
+) -> tuple[int | None, int | None]:
+    """The running estimate after inserting ``seq`` under ``parent_seq`` (see TokenEstimate):
+    a child of the measured leaf extends it, a new root starts it, anything else clears it."""
+    if parent_seq is None:
+        return seq, item.tokens
+    if est_seq is not None and est_tokens is not None and parent_seq == est_seq:
+        return seq, est_tokens + item.tokens
+    return None, None
+
+
+def _forget_estimate(conn: sqlite3.Connection, where: str, *args: Any) -> None:
+    """Clear the running estimate and the compaction back-off after a path-changing write."""
+    conn.execute(
+        "UPDATE sessions SET est_seq = NULL, est_tokens = NULL, est_gen = est_gen + 1, "
+        f"compact_floor = NULL, compact_margin = NULL WHERE {where}",
+        args,
+    )
 
 
 class SQLiteStore:
@@ -1014,10 +1036,12 @@ class SQLiteStore:
         with self._tx(write=True) as conn:
             now = _now_us()
             row = conn.execute(
-                "SELECT sid, leaf_seq, message_count, linear FROM sessions "
+                "SELECT sid, leaf_seq, message_count, linear, est_seq, est_tokens FROM sessions "
                 "WHERE namespace = ? AND session_id = ?",
                 (key.namespace, key.session_id),
             ).fetchone()
+            est_seq: int | None = None
+            est_tokens: int | None = None
             if row is None:
                 sid = conn.execute(
                     "INSERT INTO sessions (namespace, session_id, created_us, updated_us) "
@@ -1029,7 +1053,7 @@ class SQLiteStore:
                 count = 0
                 linear = 1
             else:
-                sid, leaf, count, linear = row
+                sid, leaf, count, linear, est_seq, est_tokens = row
             if expected_leaf is not UNSET:
                 current = None
                 if leaf is not None:
@@ -1071,16 +1095,65 @@ class SQLiteStore:
                 self._index(conn, seq, item.message)
                 if parent_seq != leaf:
                     linear = 0  # not extending the chain's end (leaf = newest message in a chain)
+                est_seq, est_tokens = _extend_estimate(est_seq, est_tokens, parent_seq, seq, item)
                 leaf = seq
                 inserted += 1
                 results.append(True)
             if inserted:
                 conn.execute(
                     "UPDATE sessions SET leaf_seq = ?, message_count = ?, updated_us = ?, "
-                    "linear = ? WHERE sid = ?",
-                    (leaf, count + inserted, now, linear, sid),
+                    "linear = ?, est_seq = ?, est_tokens = ? WHERE sid = ?",
+                    (leaf, count + inserted, now, linear, est_seq, est_tokens, sid),
                 )
             return results
+
+    async def token_estimate(self, key: SessionKey) -> TokenEstimate | None:
+        """See :meth:`mindstore.store.base.Store.token_estimate`."""
+        check_key(key)
+        with self._tx(write=False) as conn:
+            row = conn.execute(
+                "SELECT m.id, s.est_tokens, s.est_gen, s.compact_floor, s.compact_margin "
+                "FROM sessions s LEFT JOIN messages m ON m.seq = s.est_seq "
+                "WHERE s.namespace = ? AND s.session_id = ?",
+                (key.namespace, key.session_id),
+            ).fetchone()
+        if row is None:
+            return None
+        known = row[0] is not None and row[1] is not None
+        return TokenEstimate(
+            leaf_id=row[0] if known else None,
+            tokens=row[1] if known else None,
+            version=row[2],
+            floor=row[3],
+            margin=row[4],
+        )
+
+    async def set_token_estimate(
+        self,
+        key: SessionKey,
+        *,
+        leaf_id: str,
+        tokens: int,
+        version: int,
+        floor: int | None = None,
+        margin: int | None = None,
+    ) -> bool:
+        """See :meth:`mindstore.store.base.Store.set_token_estimate`."""
+        check_key(key)
+        check_id(leaf_id, "leaf_id")
+        for name, value in (("tokens", tokens), ("version", version)):
+            check_int(value, name)
+        for name, opt in (("floor", floor), ("margin", margin)):
+            if opt is not None:
+                check_int(opt, name)
+        with self._tx(write=True) as conn:
+            cur = conn.execute(
+                "UPDATE sessions SET est_seq = (SELECT seq FROM messages "
+                "WHERE sid = sessions.sid AND id = ?), est_tokens = ?, compact_floor = ?, "
+                "compact_margin = ? WHERE namespace = ? AND session_id = ? AND est_gen = ?",
+                (leaf_id, tokens, floor, margin, key.namespace, key.session_id, version),
+            )
+            return cur.rowcount == 1
 
     async def get_message(self, key: SessionKey, message_id: str) -> StoredMessage | None:
         check_key(key)
@@ -1301,6 +1374,7 @@ class SQLiteStore:
             )
             self._unindex_sql(conn, "rowid = ?", (seq,))
             self._index(conn, seq, message)
+            _forget_estimate(conn, "sid = (SELECT sid FROM messages WHERE seq = ?)", seq)
 
     async def delete(self, key: SessionKey, ids: Sequence[str]) -> int:
         check_key(key)
@@ -1373,6 +1447,7 @@ class SQLiteStore:
                 "updated_us = ? WHERE sid = ?",
                 (leaf, len(rows), _now_us(), sid),
             )
+            _forget_estimate(conn, "sid = ?", sid)
             return len(rows)
 
     async def clear(self, key: SessionKey) -> None:
@@ -1396,6 +1471,7 @@ class SQLiteStore:
             "WHERE sid = ?",
             (_now_us(), sid),
         )
+        _forget_estimate(conn, "sid = ?", sid)
         return sid
 
     async def search(
@@ -1534,6 +1610,7 @@ class SQLiteStore:
                     "WHERE id IN (SELECT value FROM json_each(?))",
                     (cid, json.dumps(sup)),
                 )
+            _forget_estimate(conn, "sid = ?", sid)
             row = conn.execute(
                 f"SELECT {_COMPACTION_COLS} FROM compactions WHERE id = ?", (cid,)
             ).fetchone()
@@ -1567,6 +1644,7 @@ class SQLiteStore:
                 "UPDATE compactions SET superseded_by = NULL WHERE superseded_by = ?",
                 (compaction_id,),
             )
+            _forget_estimate(conn, "sid = ?", sid)
             row = conn.execute(
                 f"SELECT {_COMPACTION_COLS} FROM compactions WHERE id = ?", (compaction_id,)
             ).fetchone()
@@ -1713,6 +1791,13 @@ class SQLiteStore:
                 "coalesce(excluded.unloaded_before_seq, skill_states.unloaded_before_seq)",
                 (*k, int(loaded), before),
             )
+            if not loaded:  # the skill's earlier results now read back shorter: re-measure
+                _forget_estimate(
+                    conn,
+                    "sid = (SELECT sid FROM sessions WHERE namespace = ? AND session_id = ?)",
+                    key.namespace,
+                    key.session_id,
+                )
             return True
 
     # ---- keyed entries -----------------------------------------------------------------------
