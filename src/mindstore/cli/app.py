@@ -471,14 +471,20 @@ def tree(session: str, width: int) -> None:
     "--session", "session_ids", multiple=True, metavar="ID", help="Only this session (repeatable)."
 )
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--all",
+    "match_all",
+    is_flag=True,
+    help="Every word must match (default: any word, best matches first).",
+)
 @json_option
-def search(query: str, session_ids: tuple[str, ...], limit: int) -> None:
-    """Full-text search over the namespace: words, "quoted phrases", prefix*."""
+def search(query: str, session_ids: tuple[str, ...], limit: int, match_all: bool) -> None:
+    """Search the namespace with a question or keywords: words, "quoted phrases", prefix*."""
     env = _env()
 
     async def go() -> list[Any]:
         async with opened(env) as store:
-            parsed = parse_query(query)
+            parsed = parse_query(query, "all" if match_all else "any")
             if parsed.empty:
                 return []
             return await store.search(

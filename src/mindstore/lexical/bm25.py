@@ -1,0 +1,239 @@
+"""What a document puts in the index, and Okapi BM25 over what a query reads back. Pure.
+
+A message is one document with three fields: its own text, its tool activity (weight
+:data:`W_TOOL`) and its parent's text as conversational context (weight :data:`W_CTX`). The
+index holds, per document:
+
+* one row per *key* (:func:`mindstore.lexical.tokens.keys`) with ``tf`` (occurrences in the own
+  text plus ``W_TOOL`` × occurrences in the tool text) and ``ctx`` (occurrences in the context);
+* one row per *raw word* of the own and tool text (unstemmed, for ``prefix*``);
+* its weighted length ``dl``, repeated in every row so scoring reads nothing else.
+
+BM25 (Robertson/Spärck Jones IDF as in Lucene, always positive) with the field weights folded
+into the term frequency, BM25F style: ``f = tf + W_CTX·ctx``,
+``score = Σ idf · f·(k1+1) / (f + k1·(1 − b + b·dl/avgdl))``, plus :data:`W_SESSION` × the same
+BM25 of the query against the message's whole session (a turn of a conversation about the
+question ranks above the same words elsewhere). Document count, average length and document
+frequencies come from the searched namespace only. A message holding a query word in its own
+or tool text always ranks above one that matches through its context alone. ``k1``/``b`` and the weights were
+chosen on the LoCoMo development half (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from mindstore.lexical.tokens import keys, phrase_keys, units
+from mindstore.search import ParsedQuery
+
+__all__ = [
+    "K1",
+    "KIND_RAW",
+    "KIND_TERM",
+    "W_CTX",
+    "W_SESSION",
+    "W_TOOL",
+    "B",
+    "Document",
+    "contains_phrase",
+    "document",
+    "passes_phrases",
+    "rank",
+    "required_keys",
+    "term_keys",
+]
+
+K1: Final = 1.2
+B: Final = 0.75
+W_SESSION: Final = 0.5
+W_TOOL: Final = 0.5
+W_CTX: Final = 0.5
+KIND_TERM: Final = 0
+KIND_RAW: Final = 1
+
+Row = tuple[int, str, int, int, float, float, float]
+"""An index row as stores read it back: (kind, key, doc, sid, tf, ctx, dl)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """The index rows of one document: ``rows`` are (kind, key, tf, ctx); ``length`` is dl."""
+
+    rows: list[tuple[int, str, float, float]]
+    length: float
+
+
+def document(text: str, tool_text: str = "", context: str = "") -> Document:
+    """The index rows of a message (see the module docstring)."""
+    own = list(units(text))
+    tool = list(units(tool_text)) if tool_text else []
+    ctx = list(units(context)) if context else []
+    tf: dict[str, float] = defaultdict(float)
+    cf: dict[str, float] = defaultdict(float)
+    raw: dict[str, float] = defaultdict(float)
+    for k in keys(own):
+        tf[k] += 1.0
+    for k in keys(tool):
+        tf[k] += W_TOOL
+    for k in keys(ctx):
+        cf[k] += 1.0
+    for u in own:
+        if not u.cjk:
+            raw[u.raw] += 1.0
+    for u in tool:
+        if not u.cjk:
+            raw[u.raw] += W_TOOL
+    rows = [(KIND_TERM, k, tf.get(k, 0.0), cf.get(k, 0.0)) for k in {**tf, **cf}]
+    rows += [(KIND_RAW, k, v, 0.0) for k, v in raw.items()]
+    length = len(own) + W_TOOL * len(tool) + W_CTX * len(ctx)
+    return Document(rows=rows, length=float(length))
+
+
+def required_keys(query: ParsedQuery) -> list[str]:
+    """Term keys every hit must hold in its own or tool text: the phrases' keys, and with
+    ``match="all"`` every word."""
+
+    out: list[str] = []
+    for p in query.phrases:
+        out += phrase_keys(p)
+    if query.match == "all":
+        out += query.words
+    return list(dict.fromkeys(out))
+
+
+def term_keys(query: ParsedQuery) -> list[str]:
+    """Every term key a query reads (words and the phrases' keys)."""
+    return list(dict.fromkeys([*query.words, *required_keys(query)]))
+
+
+def rank(
+    query: ParsedQuery,
+    rows: Iterable[Row],
+    n_docs: int,
+    total_length: float,
+    sids: set[int] | None = None,
+    session_lengths: Mapping[int, float] | None = None,
+) -> list[tuple[float, int, int]]:
+    """Score every candidate: ``rows`` are all index rows of the namespace for the query's
+    term keys (kind 0) and its prefixes (kind 1, every raw word starting with one); ``sids``
+    limits the candidates (not the statistics) to those sessions. Returns
+    ``(score, doc, sid)`` best first, ties by recency (higher doc first). Phrases are only
+    checked for their keys here: callers confirm adjacency with :func:`contains_phrase`.
+
+    ``session_lengths`` (sid → weighted length of the session's documents, for every session
+    of the namespace) adds the session score: BM25 of the query against each session as one
+    document (own and tool text), times :data:`W_SESSION` — a turn in a conversation that is
+    about the question ranks above the same words in an unrelated one."""
+    if n_docs <= 0:
+        return []
+    avgdl = max(total_length / n_docs, 1e-9)
+    prefixes = query.prefixes
+    # per term (a key or a prefix): doc -> (tf, ctx); and the sid and dl of each doc
+    stats: dict[tuple[int, str], dict[int, list[float]]] = defaultdict(dict)
+    info: dict[int, tuple[int, float]] = {}
+    for kind, key, doc, sid, tf, ctx, dl in rows:
+        if kind == KIND_TERM:
+            term = (KIND_TERM, key)
+            stats[term][doc] = [tf, ctx]
+        else:
+            for p in prefixes:
+                if key.startswith(p):
+                    entry = stats[(KIND_RAW, p)].get(doc)
+                    if entry is None:
+                        stats[(KIND_RAW, p)][doc] = [tf, 0.0]
+                    else:
+                        entry[0] += tf
+        info[doc] = (sid, dl)
+    required = [(KIND_TERM, k) for k in required_keys(query)]
+    if query.match == "all":
+        required += [(KIND_RAW, p) for p in prefixes]
+    scored_terms = [(KIND_TERM, k) for k in term_keys(query)] + [(KIND_RAW, p) for p in prefixes]
+    # candidates: docs passing every requirement (own/tool text), in the sessions asked for
+    if required:
+        first = stats.get(required[0], {})
+        candidates = [
+            d
+            for d, v in first.items()
+            if v[0] > 0 and all(stats.get(r, {}).get(d, (0.0,))[0] > 0 for r in required[1:])
+        ]
+    else:
+        candidates = list(info)
+    if sids is not None:
+        candidates = [d for d in candidates if info[d][0] in sids]
+    scores = dict.fromkeys(candidates, 0.0)
+    own: set[int] = set()
+    k1, b = K1, B
+    for term in scored_terms:
+        postings = stats.get(term)
+        if not postings:
+            continue
+        df = len(postings)
+        idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+        for d, (tf, ctx) in postings.items():
+            if d not in scores:
+                continue
+            f = tf + W_CTX * ctx
+            if f <= 0:
+                continue
+            if tf > 0:
+                own.add(d)
+            dl = info[d][1]
+            scores[d] += idf * f * (k1 + 1.0) / (f + k1 * (1.0 - b + b * dl / avgdl))
+    if session_lengths and len(session_lengths) > 1:
+        boost = _session_scores(stats, scored_terms, info, session_lengths)
+        for d in scores:
+            if scores[d] > 0:
+                scores[d] += W_SESSION * boost.get(info[d][0], 0.0)
+    # A hit on the message's own words ranks above every hit on its context alone: own hits
+    # are lifted by the best context-only score, so the order and the scores agree.
+    lift = max((s for d, s in scores.items() if d not in own), default=0.0)
+    out = [(s + lift if d in own else s, d, info[d][0]) for d, s in scores.items() if s > 0]
+    out.sort(key=lambda t: (-t[0], -t[1]))
+    return out
+
+
+def _session_scores(
+    stats: Mapping[tuple[int, str], Mapping[int, list[float]]],
+    terms: Sequence[tuple[int, str]],
+    info: Mapping[int, tuple[int, float]],
+    lengths: Mapping[int, float],
+) -> dict[int, float]:
+    n = len(lengths)
+    avg = max(sum(lengths.values()) / n, 1e-9)
+    out: dict[int, float] = defaultdict(float)
+    k1, b = K1, B
+    for term in terms:
+        per: dict[int, float] = defaultdict(float)
+        for d, (tf, _) in stats.get(term, {}).items():
+            if tf > 0:
+                per[info[d][0]] += tf
+        if not per:
+            continue
+        df = len(per)
+        idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        for sid, f in per.items():
+            norm = 1.0 - b + b * lengths.get(sid, avg) / avg
+            out[sid] += idf * f * (k1 + 1.0) / (f + k1 * norm)
+    return out
+
+
+def contains_phrase(phrase: Sequence[str], texts: Sequence[str]) -> bool:
+    """Whether one of ``texts`` holds the phrase's terms adjacent (in one text)."""
+    n = len(phrase)
+    for text in texts:
+        terms = [u.term for u in units(text)]
+        first = phrase[0]
+        for i in range(len(terms) - n + 1):
+            if terms[i] == first and tuple(terms[i : i + n]) == tuple(phrase):
+                return True
+    return False
+
+
+def passes_phrases(query: ParsedQuery, fields: Sequence[str]) -> bool:
+    """Whether a candidate's own/tool ``fields`` hold every phrase of ``query`` (each within
+    one field)."""
+    return all(contains_phrase(p, fields) for p in query.phrases)
