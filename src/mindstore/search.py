@@ -127,13 +127,11 @@ class ParsedQuery:
 
 def parse_query(query: str, match: str = "any") -> ParsedQuery:
     """Parse a user query. Never raises for any string; see the module docstring. ``match``
-    other than ``"any"``/``"all"`` raises :class:`~mindstore.errors.ValidationError`."""
+    other than ``"any"``/``"all"`` raises ``ValueError``."""
     if not isinstance(query, str):
         raise TypeError(f"query must be a string, got {type(query).__name__}")
     if match not in MATCH_MODES:
-        from mindstore.errors import ValidationError
-
-        raise ValidationError(f'match must be "any" or "all", got {match!r}')
+        raise ValueError(f'match must be "any" or "all", got {match!r}')
     words: list[str] = []
     stops: list[str] = []
     phrases: list[tuple[str, ...]] = []

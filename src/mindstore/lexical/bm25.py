@@ -15,8 +15,8 @@ into the term frequency, BM25F style: ``f = tf + W_CTX·ctx``,
 BM25 of the query against the message's whole session (a turn of a conversation about the
 question ranks above the same words elsewhere). Document count, average length and document
 frequencies come from the searched namespace only. A message holding a query word in its own
-or tool text always ranks above one that matches through its context alone. ``k1``/``b`` and the weights were
-chosen on the LoCoMo development half (docs/benchmarks.md).
+or tool text always ranks above one that matches through its context alone. ``k1``/``b`` and
+the weights were chosen on the LoCoMo development half (docs/benchmarks.md).
 """
 
 from __future__ import annotations
