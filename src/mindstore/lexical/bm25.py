@@ -21,6 +21,7 @@ the weights were chosen on the LoCoMo development half (docs/benchmarks.md).
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -117,12 +118,14 @@ def rank(
     total_length: float,
     sids: set[int] | None = None,
     session_lengths: Mapping[int, float] | None = None,
+    top: int | None = None,
 ) -> list[tuple[float, int, int]]:
     """Score every candidate: ``rows`` are all index rows of the namespace for the query's
     term keys (kind 0) and its prefixes (kind 1, every raw word starting with one); ``sids``
     limits the candidates (not the statistics) to those sessions. Returns
-    ``(score, doc, sid)`` best first, ties by recency (higher doc first). Phrases are only
-    checked for their keys here: callers confirm adjacency with :func:`contains_phrase`.
+    ``(score, doc, sid)`` best first, ties by recency (higher doc first) — the best ``top``
+    only, when given. Phrases are only checked for their keys here: callers confirm adjacency
+    with :func:`contains_phrase`.
 
     ``session_lengths`` (sid → weighted length of the session's documents, for every session
     of the namespace) adds the session score: BM25 of the query against each session as one
@@ -130,87 +133,86 @@ def rank(
     about the question ranks above the same words in an unrelated one."""
     if n_docs <= 0:
         return []
-    avgdl = max(total_length / n_docs, 1e-9)
-    prefixes = query.prefixes
-    # per term (a key or a prefix): doc -> (tf, ctx); and the sid and dl of each doc
-    stats: dict[tuple[int, str], dict[int, list[float]]] = defaultdict(dict)
-    info: dict[int, tuple[int, float]] = {}
-    for kind, key, doc, sid, tf, ctx, dl in rows:
-        if kind == KIND_TERM:
-            term = (KIND_TERM, key)
-            stats[term][doc] = [tf, ctx]
-        else:
-            for p in prefixes:
-                if key.startswith(p):
-                    entry = stats[(KIND_RAW, p)].get(doc)
-                    if entry is None:
-                        stats[(KIND_RAW, p)][doc] = [tf, 0.0]
-                    else:
-                        entry[0] += tf
-        info[doc] = (sid, dl)
-    required = [(KIND_TERM, k) for k in required_keys(query)]
+    k1, b, wctx = K1, B, W_CTX
+    norm0 = k1 * (1.0 - b)
+    norm1 = k1 * b / max(total_length / n_docs, 1e-9)
+    k1p = k1 + 1.0
+    term_rows: list[Row] = []
+    raw_rows: list[Row] = []
+    for r in rows:
+        (raw_rows if r[0] else term_rows).append(r)
+    # one "term" per key and per prefix: (tf, ctx) by doc
+    terms: dict[str, dict[int, tuple[float, float]]] = defaultdict(dict)
+    sid_of: dict[int, int] = {}
+    dl_of: dict[int, float] = {}
+    for _, key, doc, sid, tf, ctx, dl in term_rows:
+        terms[key][doc] = (tf, ctx)
+        sid_of[doc] = sid
+        dl_of[doc] = dl
+    for p in query.prefixes:
+        per: dict[int, tuple[float, float]] = {}
+        for _, key, doc, sid, tf, _ctx, dl in raw_rows:
+            if key.startswith(p):
+                old = per.get(doc)
+                per[doc] = (tf + old[0], 0.0) if old is not None else (tf, 0.0)
+                sid_of[doc] = sid
+                dl_of[doc] = dl
+        terms["\x00" + p] = per  # a prefix's name cannot clash with a key
+    required = required_keys(query)
     if query.match == "all":
-        required += [(KIND_RAW, p) for p in prefixes]
-    scored_terms = [(KIND_TERM, k) for k in term_keys(query)] + [(KIND_RAW, p) for p in prefixes]
-    # candidates: docs passing every requirement (own/tool text), in the sessions asked for
-    if required:
-        first = stats.get(required[0], {})
-        candidates = [
-            d
-            for d, v in first.items()
-            if v[0] > 0 and all(stats.get(r, {}).get(d, (0.0,))[0] > 0 for r in required[1:])
-        ]
-    else:
-        candidates = list(info)
-    if sids is not None:
-        candidates = [d for d in candidates if info[d][0] in sids]
-    scores = dict.fromkeys(candidates, 0.0)
+        required += ["\x00" + p for p in query.prefixes]
+    scored = [*term_keys(query), *("\x00" + p for p in query.prefixes)]
+    scores: dict[int, float] = {}
     own: set[int] = set()
-    k1, b = K1, B
-    for term in scored_terms:
-        postings = stats.get(term)
+    for name in scored:
+        postings = terms.get(name)
         if not postings:
             continue
         df = len(postings)
         idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+        get = scores.get
         for d, (tf, ctx) in postings.items():
-            if d not in scores:
-                continue
-            f = tf + W_CTX * ctx
-            if f <= 0:
-                continue
-            if tf > 0:
-                own.add(d)
-            dl = info[d][1]
-            scores[d] += idf * f * (k1 + 1.0) / (f + k1 * (1.0 - b + b * dl / avgdl))
-    if session_lengths and len(session_lengths) > 1:
-        boost = _session_scores(stats, scored_terms, info, session_lengths)
-        for d in scores:
-            if scores[d] > 0:
-                scores[d] += W_SESSION * boost.get(info[d][0], 0.0)
+            f = tf + wctx * ctx
+            if f > 0:
+                scores[d] = get(d, 0.0) + idf * f * k1p / (f + norm0 + norm1 * dl_of[d])
+                if tf > 0:
+                    own.add(d)
+    if required:
+        for name in required:
+            postings = terms.get(name, {})
+            scores = {d: v for d, v in scores.items() if postings.get(d, (0.0,))[0] > 0}
+    if sids is not None:
+        scores = {d: v for d, v in scores.items() if sid_of[d] in sids}
+    if session_lengths and len(session_lengths) > 1 and scores:
+        boost = _session_scores(terms, scored, sid_of, session_lengths)
+        scores = {d: v + W_SESSION * boost.get(sid_of[d], 0.0) for d, v in scores.items()}
     # A hit on the message's own words ranks above every hit on its context alone: own hits
     # are lifted by the best context-only score, so the order and the scores agree.
-    lift = max((s for d, s in scores.items() if d not in own), default=0.0)
-    out = [(s + lift if d in own else s, d, info[d][0]) for d, s in scores.items() if s > 0]
-    out.sort(key=lambda t: (-t[0], -t[1]))
-    return out
+    lift = max((v for d, v in scores.items() if d not in own), default=0.0)
+    if lift:
+        scores = {d: v + lift if d in own else v for d, v in scores.items()}
+    if top is not None and top < len(scores):
+        best = heapq.nlargest(top, scores.items(), key=lambda kv: (kv[1], kv[0]))
+    else:
+        best = sorted(scores.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)
+    return [(v, d, sid_of[d]) for d, v in best]
 
 
 def _session_scores(
-    stats: Mapping[tuple[int, str], Mapping[int, list[float]]],
-    terms: Sequence[tuple[int, str]],
-    info: Mapping[int, tuple[int, float]],
+    terms: Mapping[str, Mapping[int, tuple[float, float]]],
+    names: Sequence[str],
+    sid_of: Mapping[int, int],
     lengths: Mapping[int, float],
 ) -> dict[int, float]:
     n = len(lengths)
     avg = max(sum(lengths.values()) / n, 1e-9)
     out: dict[int, float] = defaultdict(float)
     k1, b = K1, B
-    for term in terms:
+    for name in names:
         per: dict[int, float] = defaultdict(float)
-        for d, (tf, _) in stats.get(term, {}).items():
+        for d, (tf, _) in terms.get(name, {}).items():
             if tf > 0:
-                per[info[d][0]] += tf
+                per[sid_of[d]] += tf
         if not per:
             continue
         df = len(per)

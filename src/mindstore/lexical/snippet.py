@@ -19,7 +19,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from mindstore.lexical.tokens import Unit, is_cjk, units
+from mindstore.lexical.tokens import (
+    _APOSTROPHES,
+    _ASCII_WORD,
+    _CONTRACTIONS,
+    MAX_WORD,
+    Unit,
+    is_cjk,
+    stem,
+    units,
+)
 from mindstore.search import ParsedQuery
 
 __all__ = ["MAX_HITS", "MAX_SOURCE", "SNIPPET_TOKENS", "SnippetQuery", "make_snippet"]
@@ -76,15 +85,18 @@ def make_snippet(query: SnippetQuery, fields: Sequence[str]) -> str:
         source = text[:MAX_SOURCE]
         seq: list[Unit] = []
         hits: list[tuple[int, str]] = []
-        for u in units(source):
-            seq.append(u)
-            if len(seq) >= 2:
-                _collect(query, seq, len(seq) - 2, hits)
-                if len(hits) >= MAX_HITS and len(seq) > hits[-1][0] + SNIPPET_TOKENS:
-                    break
+        if source.isascii() and not query.cjk:
+            _ascii_hits(query, source, seq, hits)
         else:
-            if seq:
-                _collect(query, seq, len(seq) - 1, hits)
+            for u in units(source):
+                seq.append(u)
+                if len(seq) >= 2:
+                    _collect(query, seq, len(seq) - 2, hits)
+                    if len(hits) >= MAX_HITS and len(seq) > hits[-1][0] + SNIPPET_TOKENS:
+                        break
+            else:
+                if seq:
+                    _collect(query, seq, len(seq) - 1, hits)
         if hits:
             return _render(source, seq, hits, len(text) > len(source))
     for text in fields:
@@ -97,6 +109,40 @@ def make_snippet(query: SnippetQuery, fields: Sequence[str]) -> str:
                     break
             return _render(source, seq, [], len(text) > len(source))
     return ""
+
+
+def _ascii_hits(
+    query: SnippetQuery, source: str, seq: list[Unit], hits: list[tuple[int, str]]
+) -> None:
+    """:func:`units` and hits for ASCII text, without building a unit for every word twice:
+    the same words (contractions dropped), a hit test by stem or prefix."""
+    terms, prefixes = query.terms, query.prefixes
+    append = seq.append
+    prev_end = -2
+    for m in _ASCII_WORD.finditer(source):
+        begin, finish = m.span()
+        raw = m.group().lower()
+        if (
+            begin == prev_end + 1
+            and source[prev_end] in _APOSTROPHES
+            and len(raw) <= 2
+            and raw in _CONTRACTIONS
+        ):
+            prev_end = finish
+            continue
+        prev_end = finish
+        term = stem(raw) if len(raw) <= MAX_WORD else raw
+        append(Unit(raw, term, False, begin, finish))
+        if len(hits) < MAX_HITS:
+            if term in terms:
+                hits.append((len(seq) - 1, term))
+            else:
+                for p in prefixes:
+                    if raw.startswith(p):
+                        hits.append((len(seq) - 1, p + "*"))
+                        break
+        elif len(seq) > hits[-1][0] + SNIPPET_TOKENS:
+            return
 
 
 def _collect(query: SnippetQuery, seq: list[Unit], i: int, hits: list[tuple[int, str]]) -> None:

@@ -189,11 +189,11 @@ def _shorten(word: str) -> str:
 
 
 def stem(word: str) -> str:
-    """The Porter stem of a folded word; the word itself when stemming would leave nothing (the
-    Porter algorithm maps ``s`` to an empty string) or the word is a shortened key or not
-    alphabetic Latin."""
-    if len(word) > MAX_WORD or "#" in word or not word.isascii() or not word.isalpha():
-        return word
+    """The Porter stem of a folded word; the word itself when it has one or two letters (as in
+    the original Porter stemmer: Snowball's ``porter`` turns ``is`` into ``i``, ``us`` into
+    ``u``, ``s`` into nothing) or is not alphabetic ASCII (shortened keys, other scripts)."""
+    if len(word) <= 2 or len(word) > MAX_WORD or not word.isascii() or not word.isalpha():
+        return word  # like the original Porter stemmer, words of 1-2 letters are kept
     return _stem(word)
 
 

@@ -158,7 +158,13 @@ async def index_entry(
 
 
 async def candidates(
-    conn: Conn, coll: str, query: ParsedQuery, sids: set[int] | None, *, sessions: bool
+    conn: Conn,
+    coll: str,
+    query: ParsedQuery,
+    sids: set[int] | None,
+    *,
+    sessions: bool,
+    limit: int,
 ) -> list[tuple[float, int, int]]:
     """As :func:`mindstore.store.sqlite.lexical.candidates`."""
     cur = await conn.execute(
@@ -186,7 +192,9 @@ async def candidates(
         )
         rows += await cur.fetchall()
     lengths = {r[0]: r[2] for r in stats} if sessions else None
-    return bm25.rank(query, rows, n_docs, total, sids, lengths)
+    # without phrases every candidate is a hit: only the best `limit` need sorting
+    top = None if query.phrases else limit
+    return bm25.rank(query, rows, n_docs, total, sids, lengths, top)
 
 
 async def rebuild(conn: Conn, progress: Callable[[int, int], None] | None = None) -> int:

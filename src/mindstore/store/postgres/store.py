@@ -1016,7 +1016,7 @@ class PostgresStore:
                 sids = {r[0] for r in await cur.fetchall()}
                 if not sids:
                     return []
-            ranked = await lexical.candidates(conn, coll, query, sids, sessions=True)
+            ranked = await lexical.candidates(conn, coll, query, sids, sessions=True, limit=limit)
             out: list[SearchResult] = []
             for chunk in _chunks(ranked, limit):
                 cur = await conn.execute(
@@ -1310,24 +1310,23 @@ class PostgresStore:
             check_text(description, "description")
 
         async def run(conn: Conn) -> None:
+            # a rewritten entry gets a new id: ids order entries by their last write, which is
+            # how equal scores are ordered (most recently written first)
+            cur = await conn.execute(
+                "DELETE FROM entries WHERE namespace = %s AND scope = %s AND label = %s "
+                "AND key = %s RETURNING id",
+                (*k, entry_key),
+            )
+            old = await cur.fetchone()
+            if old is not None:
+                await lexical.unindex(conn, entry_collection(*k), [old[0]])
             cur = await conn.execute(
                 "INSERT INTO entries (namespace, scope, label, key, content, description) "
-                "VALUES (%(ns)s, %(scope)s, %(label)s, %(key)s, %(content)s, %(desc)s) "
-                "ON CONFLICT (namespace, scope, label, key) DO UPDATE SET "
-                "content = excluded.content, description = excluded.description, "
-                "updated_at = clock_timestamp() RETURNING id",
-                {
-                    "ns": k[0],
-                    "scope": k[1],
-                    "label": k[2],
-                    "key": entry_key,
-                    "content": content,
-                    "desc": description,
-                },
+                "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
+                (*k, entry_key, content, description),
             )
             row = await cur.fetchone()
             assert row is not None
-            await lexical.unindex(conn, entry_collection(*k), [row[0]])
             await lexical.index_entry(conn, k, row[0], entry_key, content, description)
 
         await self._write(run)
@@ -1394,7 +1393,7 @@ class PostgresStore:
         snip = SnippetQuery.from_query(query)
 
         async def run(conn: Conn) -> list[EntryHit]:
-            ranked = await lexical.candidates(conn, coll, query, None, sessions=False)
+            ranked = await lexical.candidates(conn, coll, query, None, sessions=False, limit=limit)
             out: list[EntryHit] = []
             for chunk in _chunks(ranked, limit):
                 cur = await conn.execute(

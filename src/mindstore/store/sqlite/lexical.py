@@ -158,6 +158,7 @@ def candidates(
     sids: set[int] | None,
     *,
     sessions: bool,
+    limit: int,
 ) -> list[tuple[float, int, int]]:
     """Every hit of ``query`` in collection ``coll`` ranked by BM25, best first (phrases not yet
     confirmed); ``sessions`` adds the session score (message collections)."""
@@ -183,7 +184,9 @@ def candidates(
             (coll, p, p + "\U0010ffff"),
         ).fetchall()
     lengths = {r[0]: r[2] for r in stats} if sessions else None
-    return bm25.rank(query, rows, n_docs, total, sids, lengths)
+    # without phrases every candidate is a hit: only the best `limit` need sorting
+    top = None if query.phrases else limit
+    return bm25.rank(query, rows, n_docs, total, sids, lengths, top)
 
 
 def rebuild(conn: sqlite3.Connection, progress: Callable[[int, int], None] | None = None) -> int:

@@ -1126,7 +1126,7 @@ class SQLiteStore:
                     }
                     if not sids:
                         return []
-                ranked = lexical.candidates(conn, coll, query, sids, sessions=True)
+                ranked = lexical.candidates(conn, coll, query, sids, sessions=True, limit=limit)
                 for chunk in _chunks(ranked, limit):
                     rows = {
                         r[0]: r
@@ -1408,19 +1408,16 @@ class SQLiteStore:
             ).fetchone()
             now = _now_us()
             if old is not None:
+                # a rewritten entry gets a new id: ids order entries by their last write,
+                # which is how equal scores are ordered (most recently written first)
                 lexical.unindex_entry(conn, *k, old[0])
-                conn.execute(
-                    "UPDATE entries SET content = ?, description = ?, updated_us = ? WHERE id = ?",
-                    (content, description, now, old[0]),
-                )
-                rowid = old[0]
-            else:
-                rowid = conn.execute(
-                    "INSERT INTO entries "
-                    "(namespace, scope, label, key, content, description, updated_us) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (*k, entry_key, content, description, now),
-                ).lastrowid
+                conn.execute("DELETE FROM entries WHERE id = ?", (old[0],))
+            rowid = conn.execute(
+                "INSERT INTO entries "
+                "(namespace, scope, label, key, content, description, updated_us) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (*k, entry_key, content, description, now),
+            ).lastrowid
             assert rowid is not None
             lexical.index_entry(conn, *k, rowid, entry_key, content, description)
 
@@ -1489,7 +1486,7 @@ class SQLiteStore:
         with self._tx(write=False) as conn:
             conn.execute("BEGIN")  # one snapshot for the statistics, the rows and the texts
             try:
-                ranked = lexical.candidates(conn, coll, query, None, sessions=False)
+                ranked = lexical.candidates(conn, coll, query, None, sessions=False, limit=limit)
                 for chunk in _chunks(ranked, limit):
                     rows = {
                         r[0]: r
