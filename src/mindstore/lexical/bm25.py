@@ -90,7 +90,7 @@ def document(text: str, tool_text: str = "", context: str = "") -> Document:
             raw[u.raw] += W_TOOL
     rows = [(KIND_TERM, k, tf.get(k, 0.0), cf.get(k, 0.0)) for k in {**tf, **cf}]
     rows += [(KIND_RAW, k, v, 0.0) for k, v in raw.items()]
-    length = len(own) + W_TOOL * len(tool) + W_CTX * len(ctx)
+    length = len(own) + len(tool) + W_CTX * len(ctx)
     return Document(rows=rows, length=float(length))
 
 

@@ -105,6 +105,7 @@ async def unindex(conn: Conn, coll: str, docs: Sequence[int]) -> None:
         "FROM per WHERE s.coll = %s AND s.part = per.part",
         (coll, list(docs), coll),
     )
+    await conn.execute("DELETE FROM search_stats WHERE coll = %s AND docs <= 0", (coll,))
 
 
 async def reindex_messages(conn: Conn, namespace: str, seqs: Sequence[int]) -> None:

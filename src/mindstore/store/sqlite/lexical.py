@@ -90,6 +90,9 @@ def _remove(conn: sqlite3.Connection, coll: str, docs: Iterable[int]) -> None:
             "WHERE coll = ? AND part = ?",
             (row[1], coll, row[0]),
         )
+        conn.execute(
+            "DELETE FROM search_stats WHERE coll = ? AND part = ? AND docs <= 0", (coll, row[0])
+        )
 
 
 def unindex_messages(conn: sqlite3.Connection, namespace: str, seqs: Sequence[int]) -> None:
