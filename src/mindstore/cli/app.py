@@ -727,6 +727,36 @@ def import_(file: str, session_id: str | None) -> None:
         )
 
 
+# ---- reindex ---------------------------------------------------------------------------------
+
+
+@cli.command()
+@json_option
+def reindex() -> None:
+    """Rebuild the search index of the whole store (every namespace) from the stored messages
+    and entries. Opening a store written by an older mindstore does this once by itself."""
+    env = _env()
+
+    async def go() -> int:
+        async with opened(env) as store:
+            if not Console(stderr=True).is_terminal or env.json:
+                return await store.reindex()
+            from rich.progress import Progress
+
+            with Progress(console=Console(stderr=True), transient=True) as bar:
+                task = bar.add_task("reindexing", total=None)
+                return await store.reindex(
+                    progress=lambda done, total: bar.update(task, completed=done, total=total)
+                )
+
+    count = _run(go())
+    out = Out()
+    if env.json:
+        out.json({"documents": count})
+        return
+    out.print(f"reindexed {count} documents")
+
+
 # ---- stats -----------------------------------------------------------------------------------
 
 

@@ -1543,6 +1543,14 @@ class PostgresStore:
 
         return await self._write(run)
 
+    async def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> int:
+        """See :meth:`mindstore.store.base.Store.reindex`."""
+
+        async def run(conn: Conn) -> int:
+            return await lexical.rebuild(conn, progress)
+
+        return await self._write(run)
+
     async def delete_session(self, key: SessionKey) -> bool:
         check_key(key)
         ns, sess = key.namespace, key.session_id

@@ -1657,6 +1657,11 @@ class SQLiteStore:
         assert info is not None
         return info
 
+    async def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> int:
+        """See :meth:`mindstore.store.base.Store.reindex`."""
+        with self._tx(write=True) as conn:
+            return lexical.rebuild(conn, progress)
+
     async def delete_session(self, key: SessionKey) -> bool:
         check_key(key)
         with self._tx(write=True) as conn:
