@@ -24,8 +24,8 @@ is dropped at the end. Workloads (issue 6 targets):
    ``PostgresStore.search`` (``match="any"``: BM25 with the namespace's statistics, with
    snippets) vs a plain ``tsvector @@ tsquery … ORDER BY ts_rank LIMIT 20`` of the same words
    ORed on a one-config copy of the same text (target ≤ 3×); the slowest of 20 natural-language
-   queries of 60 words (target ≤ 50 ms), and, for reference, vs that plain query plus ``ts_headline`` snippets of its
-   20 rows made by the server (what mindstore did before it made snippets in Python).
+   queries of 60 words (target ≤ 50 ms); and, for reference, vs that plain query plus
+   ``ts_headline`` snippets of its 20 rows made by the server.
 """
 
 from __future__ import annotations
