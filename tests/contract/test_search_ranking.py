@@ -281,3 +281,31 @@ def test_property_every_word_of_a_message_is_findable(store: Store, text: str, q
             )
 
     asyncio.get_event_loop().run_until_complete(run())
+
+
+async def test_long_queries_over_common_words_are_pruned_but_find_the_rare_match(
+    store: Store,
+) -> None:
+    """Past ROW_BUDGET index rows the most common words only re-rank what rarer words found
+    (mindstore.lexical.bm25.plan): the answer stays the message that holds the rare words."""
+    from mindstore.lexical.bm25 import ROW_BUDGET
+
+    key = SessionKey(namespace="big", session_id="s")
+    n = ROW_BUDGET // 4 + 50
+    filler = [
+        NewMessage(
+            message=text_msg(f"f{i}", f"common alpha beta gamma delta number{i % 7}"), tokens=1
+        )
+        for i in range(n)
+    ]
+    await store.append(key, filler)
+    await store.append(
+        key, [NewMessage(message=text_msg("z", "common alpha zeppelin beta"), tokens=1)]
+    )
+    m = SessionManager(store, namespace="big")
+    question = "Which common alpha beta gamma delta message mentions the zeppelin?"
+    assert ids(await m.search(question, limit=3))[0] == "z"
+    assert ids(await m.search("alpha beta zeppelin", match="all")) == ["z"]
+    assert ids(await m.search('"alpha zeppelin" common')) == ["z"]
+    hits = await m.search("common alpha beta gamma delta", limit=5)
+    assert len(hits) == 5

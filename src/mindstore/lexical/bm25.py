@@ -25,7 +25,7 @@ import heapq
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from mindstore.lexical.tokens import keys, phrase_keys, units
@@ -43,6 +43,8 @@ __all__ = [
     "contains_phrase",
     "document",
     "passes_phrases",
+    "plan",
+    "probe_candidates",
     "rank",
     "required_keys",
     "term_keys",
@@ -119,6 +121,8 @@ def rank(
     sids: set[int] | None = None,
     session_lengths: Mapping[int, float] | None = None,
     top: int | None = None,
+    dfs: Mapping[str, int] | None = None,
+    docs: set[int] | None = None,
 ) -> list[tuple[float, int, int]]:
     """Score every candidate: ``rows`` are all index rows of the namespace for the query's
     term keys (kind 0) and its prefixes (kind 1, every raw word starting with one); ``sids``
@@ -130,7 +134,10 @@ def rank(
     ``session_lengths`` (sid → weighted length of the session's documents, for every session
     of the namespace) adds the session score: BM25 of the query against each session as one
     document (own and tool text), times :data:`W_SESSION` — a turn in a conversation that is
-    about the question ranks above the same words in an unrelated one."""
+    about the question ranks above the same words in an unrelated one.
+
+    ``dfs`` gives the document frequency of keys whose rows were read for some documents only
+    (see :func:`plan`); ``docs`` then limits the candidates to those documents."""
     if n_docs <= 0:
         return []
     k1, b, wctx = K1, B, W_CTX
@@ -164,11 +171,12 @@ def rank(
     scored = [*term_keys(query), *("\x00" + p for p in query.prefixes)]
     scores: dict[int, float] = {}
     own: set[int] = set()
+    partial = dfs or {}
     for name in scored:
         postings = terms.get(name)
         if not postings:
             continue
-        df = len(postings)
+        df = max(len(postings), partial.get(name, 0))
         idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
         get = scores.get
         for d, (tf, ctx) in postings.items():
@@ -183,6 +191,8 @@ def rank(
             scores = {d: v for d, v in scores.items() if postings.get(d, (0.0,))[0] > 0}
     if sids is not None:
         scores = {d: v for d, v in scores.items() if sid_of[d] in sids}
+    if docs is not None:
+        scores = {d: v for d, v in scores.items() if d in docs}
     if session_lengths and len(session_lengths) > 1 and scores:
         boost = _session_scores(terms, scored, sid_of, session_lengths)
         scores = {d: v + W_SESSION * boost.get(sid_of[d], 0.0) for d, v in scores.items()}
@@ -196,6 +206,59 @@ def rank(
     else:
         best = sorted(scores.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)
     return [(v, d, sid_of[d]) for d, v in best]
+
+
+ROW_BUDGET: Final = 5_000
+"""Index rows a search reads in full; beyond it the most common words are only looked up for
+the messages the rarer words found (:func:`plan`)."""
+
+PROBED: Final = 100
+"""Messages (best by the rarer words) the most common words re-rank when a query is pruned."""
+
+
+def plan(query: ParsedQuery, dfs: Mapping[str, int]) -> tuple[list[str], list[str]]:
+    """Split the query's term keys into those read in full and those looked up only for the
+    candidates the others find. ``dfs``: each key's document frequency (counted up to a cap
+    above :data:`ROW_BUDGET`). Exact BM25 while the keys' rows total at most ROW_BUDGET (every
+    LoCoMo conversation, a question about a namespace of thousands of messages); beyond, a
+    long question over a big namespace would read hundreds of thousands of rows for its most
+    common words, so the rarest keys are read (at least one) and the rest only re-rank what
+    they found. With required keys (phrases, ``match="all"``) the rarest required key bounds
+    the candidates and everything else is looked up for them."""
+    keys = term_keys(query)
+    if sum(dfs.get(k, 0) for k in keys) <= ROW_BUDGET:
+        return keys, []
+    required = required_keys(query)
+    if required:
+        anchor = min(required, key=lambda k: (dfs.get(k, 0), k))
+        return [anchor], [k for k in keys if k != anchor]
+    full: list[str] = []
+    used = 0
+    for k in sorted(keys, key=lambda k: (dfs.get(k, 0), k)):
+        if full and used + dfs.get(k, 0) > ROW_BUDGET:
+            break
+        full.append(k)
+        used += dfs.get(k, 0)
+    return full, [k for k in keys if k not in full]
+
+
+def probe_candidates(
+    query: ParsedQuery,
+    full: Sequence[str],
+    rows: list[Row],
+    n_docs: int,
+    total_length: float,
+    sids: set[int] | None,
+    session_lengths: Mapping[int, float] | None,
+) -> set[int]:
+    """The documents a pruned query (:func:`plan`) looks the other keys up for: with required
+    keys, every document of the rarest one; otherwise the best :data:`PROBED` by the keys
+    read in full."""
+    if required_keys(query):
+        return {r[2] for r in rows if r[0] == KIND_TERM and r[1] in full}
+    first = replace(query, words=tuple(w for w in query.words if w in full))
+    ranked = rank(first, rows, n_docs, total_length, sids, session_lengths, PROBED)
+    return {d for _, d, _ in ranked}
 
 
 def _session_scores(

@@ -176,15 +176,18 @@ async def candidates(
     if n_docs == 0:
         return []
     total = sum(r[2] for r in stats)
-    rows: list[Any] = []
     keys = bm25.term_keys(query)
+    dfs: dict[str, int] = {}
     if keys:
         cur = await conn.execute(
-            "SELECT kind, key, doc, part, tf, ctx, dl FROM search_terms "
-            "WHERE coll = %s AND kind = 0 AND key = ANY(%s::text[])",
-            (coll, keys),
+            "SELECT k, (SELECT count(*) FROM (SELECT 1 FROM search_terms "
+            "WHERE coll = %s AND kind = 0 AND key = k LIMIT %s) c) "
+            "FROM unnest(%s::text[]) AS k",
+            (coll, bm25.ROW_BUDGET + 1, keys),
         )
-        rows += await cur.fetchall()
+        dfs = {r[0]: r[1] for r in await cur.fetchall()}
+    full, probe = bm25.plan(query, dfs)
+    rows: list[Any] = await _term_rows(conn, coll, full)
     for p in query.prefixes:
         cur = await conn.execute(
             "SELECT kind, key, doc, part, tf, ctx, dl FROM search_terms "
@@ -195,7 +198,29 @@ async def candidates(
     lengths = {r[0]: r[2] for r in stats} if sessions else None
     # without phrases every candidate is a hit: only the best `limit` need sorting
     top = None if query.phrases else limit
-    return bm25.rank(query, rows, n_docs, total, sids, lengths, top)
+    if not probe:
+        return bm25.rank(query, rows, n_docs, total, sids, lengths, top)
+    docs = bm25.probe_candidates(query, full, rows, n_docs, total, sids, lengths)
+    rows += await _term_rows(conn, coll, probe, docs)
+    partial = {k: dfs[k] for k in probe}
+    return bm25.rank(query, rows, n_docs, total, sids, lengths, top, partial, docs)
+
+
+async def _term_rows(
+    conn: Conn, coll: str, keys: Sequence[str], docs: set[int] | None = None
+) -> list[Any]:
+    if not keys:
+        return []
+    sql = (
+        "SELECT kind, key, doc, part, tf, ctx, dl FROM search_terms "
+        "WHERE coll = %s AND kind = 0 AND key = ANY(%s::text[])"
+    )
+    params: list[Any] = [coll, list(keys)]
+    if docs is not None:
+        sql += " AND doc = ANY(%s::bigint[])"
+        params.append(sorted(docs))
+    cur = await conn.execute(sql, params)
+    return list(await cur.fetchall())
 
 
 async def rebuild(conn: Conn, progress: Callable[[int, int], None] | None = None) -> int:

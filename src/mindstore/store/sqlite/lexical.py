@@ -172,14 +172,18 @@ def candidates(
     if n_docs == 0:
         return []
     total = sum(r[2] for r in stats)
-    rows: list[Any] = []
     keys = bm25.term_keys(query)
+    dfs: dict[str, int] = {}
     if keys:
-        rows += conn.execute(
-            "SELECT kind, key, doc, part, tf, ctx, dl FROM search_terms "
-            "WHERE coll = ? AND kind = 0 AND key IN (SELECT value FROM json_each(?))",
-            (coll, json.dumps(keys, ensure_ascii=False)),
-        ).fetchall()
+        dfs = dict(
+            conn.execute(
+                "SELECT value, (SELECT count(*) FROM (SELECT 1 FROM search_terms "
+                "WHERE coll = ? AND kind = 0 AND key = j.value LIMIT ?)) FROM json_each(?) j",
+                (coll, bm25.ROW_BUDGET + 1, json.dumps(keys, ensure_ascii=False)),
+            ).fetchall()
+        )
+    full, probe = bm25.plan(query, dfs)
+    rows: list[Any] = _term_rows(conn, coll, full)
     for p in query.prefixes:
         rows += conn.execute(
             "SELECT kind, key, doc, part, tf, ctx, dl FROM search_terms "
@@ -189,7 +193,28 @@ def candidates(
     lengths = {r[0]: r[2] for r in stats} if sessions else None
     # without phrases every candidate is a hit: only the best `limit` need sorting
     top = None if query.phrases else limit
-    return bm25.rank(query, rows, n_docs, total, sids, lengths, top)
+    if not probe:
+        return bm25.rank(query, rows, n_docs, total, sids, lengths, top)
+    docs = bm25.probe_candidates(query, full, rows, n_docs, total, sids, lengths)
+    rows += _term_rows(conn, coll, probe, docs)
+    partial = {k: dfs[k] for k in probe}
+    return bm25.rank(query, rows, n_docs, total, sids, lengths, top, partial, docs)
+
+
+def _term_rows(
+    conn: sqlite3.Connection, coll: str, keys: Sequence[str], docs: set[int] | None = None
+) -> list[Any]:
+    if not keys:
+        return []
+    sql = (
+        "SELECT kind, key, doc, part, tf, ctx, dl FROM search_terms "
+        "WHERE coll = ? AND kind = 0 AND key IN (SELECT value FROM json_each(?))"
+    )
+    params: list[Any] = [coll, json.dumps(list(keys), ensure_ascii=False)]
+    if docs is not None:
+        sql += " AND doc IN (SELECT value FROM json_each(?))"
+        params.append(json.dumps(sorted(docs)))
+    return conn.execute(sql, params).fetchall()
 
 
 def rebuild(conn: sqlite3.Connection, progress: Callable[[int, int], None] | None = None) -> int:
