@@ -45,14 +45,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import psycopg
-from mindstore.lexical.collections import message_collection
-from mindstore.store.postgres import lexical
 from psycopg import sql as pgsql
 
+from mindstore.lexical.collections import message_collection
 from mindstore.search import parse_query
 from mindstore.session import Session
 from mindstore.store.base import NewMessage, SessionKey
-from mindstore.store.postgres import PostgresStore
+from mindstore.store.postgres import PostgresStore, lexical
 from mindstore.store.postgres import store as pgstore
 
 URL = (

@@ -185,7 +185,7 @@ async def test_a_huge_repetitive_document_searches_quickly(store: Store) -> None
                 "toolCallId": "c",
                 "state": "output-available",
                 "input": {"cmd": "cat log"},
-                "output": "deploy error " * 70_000,
+                "output": "deploy error " * 130_000,  # 1.7 MB
             }
         ],
     }
