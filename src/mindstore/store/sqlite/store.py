@@ -554,7 +554,6 @@ class SQLiteStore:
                 )
             conn.execute("PRAGMA query_only=ON")
             conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout * 1000)}")
-            conn.create_function("mindstore_first", 0, self._first_rows)
         except BaseException:
             conn.close()
             raise
