@@ -309,3 +309,32 @@ async def test_long_queries_over_common_words_are_pruned_but_find_the_rare_match
     assert ids(await m.search('"alpha zeppelin" common')) == ["z"]
     hits = await m.search("common alpha beta gamma delta", limit=5)
     assert len(hits) == 5
+
+
+async def test_index_stays_exact_across_batched_index_writes(store: Store) -> None:
+    """SQLite keeps new documents in a pending table and moves them to the index in batches
+    (lexical.FLUSH_AT): searches, deletes and updates see both; statistics follow."""
+    key = SessionKey(namespace="batches", session_id="s")
+    for b in range(7):  # 700 messages in batches of 100: some flushed, some pending
+        batch = [
+            NewMessage(message=text_msg(f"m{b}-{i}", f"batch{b} item{i} shared"), tokens=1)
+            for i in range(100)
+        ]
+        await store.append(key, batch)
+    s = Session.create(store, "s", namespace="batches")
+    assert ids(await s.search("batch0 item5", match="all")) == ["m0-5"]
+    assert ids(await s.search("batch6 item5", match="all")) == ["m6-5"]
+    assert len(await s.search("shared", limit=1000)) == 700
+    await s.delete_messages(["m0-5", "m6-5"])
+    assert await s.search("batch0 item5", match="all") == []
+    assert await s.search("batch6 item5", match="all") == []
+    await s.update_message(text_msg("m0-6", "rewritten zeppelin"))
+    await s.update_message(text_msg("m6-6", "rewritten zeppelin"))
+    assert sorted(ids(await s.search("zeppelin", match="all"))) == ["m0-6", "m6-6"]
+    assert await s.search("batch0 item6", match="all") == []
+    assert len(await s.search("shared", limit=1000, match="all")) == 696
+    # the two rewritten messages still match through their context (their new parents)
+    assert len(await s.search("shared", limit=1000)) == 698
+    before = [(h.message_id, h.score) for h in await s.search("shared item7", limit=20)]
+    await store.reindex()
+    assert [(h.message_id, h.score) for h in await s.search("shared item7", limit=20)] == before

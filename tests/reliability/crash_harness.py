@@ -142,17 +142,20 @@ async def verify(
             if ok != "ok":
                 problems.append(f"integrity_check: {ok}")
             # the lexical index: no rows of missing messages, statistics that match the rows
+            indexed = (
+                "SELECT coll, part, doc FROM search_terms "
+                "UNION SELECT coll, part, doc FROM search_pending"
+            )
             ghosts = con.execute(
-                "SELECT count(*) FROM (SELECT DISTINCT doc FROM search_terms "
-                "WHERE coll LIKE 'm:%') t LEFT JOIN messages m ON m.seq = t.doc "
-                "WHERE m.seq IS NULL"
+                f"SELECT count(*) FROM ({indexed}) t LEFT JOIN messages m ON m.seq = t.doc "
+                "WHERE t.coll LIKE 'm:%' AND m.seq IS NULL"
             ).fetchone()[0]
             if ghosts:
                 problems.append(f"search index: {ghosts} documents of missing messages")
             counted = {
                 (c, p): n
                 for c, p, n in con.execute(
-                    "SELECT coll, part, count(DISTINCT doc) FROM search_terms GROUP BY coll, part"
+                    f"SELECT coll, part, count(DISTINCT doc) FROM ({indexed}) GROUP BY coll, part"
                 )
             }
             stats = {

@@ -187,7 +187,9 @@ CREATE INDEX sessions_by_update ON sessions (namespace, updated_us, session_id);
 # that (its tokenizers differ from PostgreSQL's, its bm25() statistics span the whole file, it
 # has no CJK segmentation), so the index is two plain tables fed by the Python tokenizer
 # (mindstore.lexical): one row per (collection, kind, key, document) and the document counts
-# and lengths per (collection, part). The FTS5 tables go; the rows are built in Python right
+# and lengths per (collection, part); new documents wait in ``search_pending`` (one row each)
+# and move to ``search_terms`` in batches, so an append writes a page or two instead of one per
+# word. The FTS5 tables go; the rows are built in Python right
 # after this migration, in the same transaction (REINDEX_AFTER), so an older file is re-indexed
 # once, on its first open.
 m007_lexical_index: Final = """
@@ -213,6 +215,14 @@ CREATE TABLE search_stats (
     docs INTEGER NOT NULL,
     length REAL NOT NULL,
     PRIMARY KEY (coll, part)
+) WITHOUT ROWID;
+CREATE TABLE search_pending (
+    coll TEXT NOT NULL,
+    doc INTEGER NOT NULL,
+    part INTEGER NOT NULL,
+    dl REAL NOT NULL,
+    rows TEXT NOT NULL,
+    PRIMARY KEY (coll, doc)
 ) WITHOUT ROWID;
 """
 

@@ -828,6 +828,7 @@ class SQLiteStore:
                 inserted += 1
                 results.append(True)
             if inserted:
+                lexical.flush(conn)
                 conn.execute(
                     "UPDATE sessions SET leaf_seq = ?, message_count = ?, updated_us = ?, "
                     "linear = ? WHERE sid = ?",
@@ -1486,6 +1487,7 @@ class SQLiteStore:
             ).lastrowid
             assert rowid is not None
             lexical.index_entry(conn, *k, rowid, entry_key, content, description)
+            lexical.flush(conn)
 
     async def get_entry(self, key: ScopeKey, entry_key: str) -> Entry | None:
         k = check_scope(key)
