@@ -322,9 +322,15 @@ async def test_index_stays_exact_across_batched_index_writes(store: Store) -> No
         ]
         await store.append(key, batch)
     s = Session.create(store, "s", namespace="batches")
+    for i in range(5):  # fewer than FLUSH_AT: these stay pending
+        await s.append_message(text_msg(f"m7-{i}", f"batch7 item{i} pending"))
+    assert ids(await s.search("batch7 item2", match="all")) == ["m7-2"]
+    await s.delete_messages(["m7-3"])
+    assert await s.search("batch7 item3", match="all") == []
+    assert len(await s.search("pending", match="all")) == 4
     assert ids(await s.search("batch0 item5", match="all")) == ["m0-5"]
     assert ids(await s.search("batch6 item5", match="all")) == ["m6-5"]
-    assert len(await s.search("shared", limit=1000)) == 700
+    assert len(await s.search("shared", limit=1000, match="all")) == 700
     await s.delete_messages(["m0-5", "m6-5"])
     assert await s.search("batch0 item5", match="all") == []
     assert await s.search("batch6 item5", match="all") == []
@@ -333,8 +339,8 @@ async def test_index_stays_exact_across_batched_index_writes(store: Store) -> No
     assert sorted(ids(await s.search("zeppelin", match="all"))) == ["m0-6", "m6-6"]
     assert await s.search("batch0 item6", match="all") == []
     assert len(await s.search("shared", limit=1000, match="all")) == 696
-    # the two rewritten messages still match through their context (their new parents)
-    assert len(await s.search("shared", limit=1000)) == 698
+    # the two rewritten messages and m7-0 (a reply to m6-99) match through their context
+    assert len(await s.search("shared", limit=1000)) == 699
     before = [(h.message_id, h.score) for h in await s.search("shared item7", limit=20)]
     await store.reindex()
     assert [(h.message_id, h.score) for h in await s.search("shared item7", limit=20)] == before

@@ -37,7 +37,7 @@ _INSERT = (
 )
 
 
-FLUSH_AT: Final = 512
+FLUSH_AT: Final = 32
 """Pending documents that make the next write move them into ``search_terms``."""
 
 
