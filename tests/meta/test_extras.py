@@ -88,3 +88,11 @@ def test_s3_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(MissingDependencyError) as info:
         asyncio.run(load())
     _assert_names_extra(info.value, "s3")
+
+
+def test_openai_agents_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    _hide(monkeypatch, "agents")
+    _reimport(monkeypatch, "mindstore.integrations.openai_agents")
+    with pytest.raises(MissingDependencyError) as info:
+        import mindstore.integrations.openai_agents  # noqa: F401
+    _assert_names_extra(info.value, "openai-agents")
