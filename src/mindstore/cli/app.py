@@ -909,3 +909,7 @@ def stats() -> None:
         out.json(counts)
         return
     out.table(["what", "count"], [[k, v] for k, v in counts.items()], title=f"store {env.db}")
+
+
+# ---- commands in their own modules (registered on import) -----------------------------------
+from . import namespaces as _namespaces  # noqa: E402,F401

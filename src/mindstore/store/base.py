@@ -413,4 +413,11 @@ class Store(Protocol):
         """Rebuild the lexical search index from the stored messages and entries, in one
         transaction; ``progress(done, total)`` is called as documents are indexed. Returns the
         number of documents. (Opening a store written by an older version does this once.)"""
+
+    async def delete_namespace(self, namespace: str) -> dict[str, int]:
+        """Remove every row of ``namespace`` in every table — sessions, messages, search rows,
+        compactions, blocks (session- and namespace-scoped), entries and their search rows,
+        frozen prompts, skill states, usage — in ONE transaction; other namespaces are not
+        touched. Returns the number of rows deleted per kind (``sessions``, ``messages``,
+        ``compactions``, ``blocks``, ``entries``, ``prompts``, ``skill_states``)."""
         ...
