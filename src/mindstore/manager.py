@@ -579,14 +579,22 @@ class SessionManager:
 
     # ---- search ----------------------------------------------------------------------------
     async def search(
-        self, query: str, *, limit: int = 20, session_ids: Sequence[str] | None = None
+        self,
+        query: str,
+        *,
+        limit: int = 20,
+        session_ids: Sequence[str] | None = None,
+        match: str = "any",
     ) -> builtins.list[SearchResult]:
-        """Full-text search across this namespace's sessions (DESIGN §5 query language).
+        """Full-text search across this namespace's sessions (DESIGN §5.1): a question or
+        keywords.
 
         Args:
-            query: words (ANDed, stemmed), ``"phrases"``, ``prefix*``; never a syntax error.
-            limit: maximum results, best first.
+            query: words, ``"phrases"`` (always required), ``prefix*``; never a syntax error.
+            limit: maximum results, best first (BM25 with the namespace's statistics).
             session_ids: only these sessions (``None``: all of the namespace).
+            match: ``"any"`` (default): a message matching at least one word is a hit, stop
+                words ignored; ``"all"``: every word must occur in the message itself.
         """
         if isinstance(session_ids, str):
             raise TypeError("session_ids must be a list of session ids, not a string")
@@ -597,7 +605,7 @@ class SessionManager:
                 _check_session_id(sid)
             if not ids:
                 return []
-        parsed = parse_query(query)
+        parsed = parse_query(query, match)
         if parsed.empty or limit <= 0:
             return []
         return await self._store.search(self._namespace, parsed, session_ids=ids, limit=limit)
@@ -617,13 +625,21 @@ class SessionManager:
                 Tool(
                     name="session_search",
                     description=(
-                        "Search past conversations (all sessions) by keywords. Words are "
-                        'matched in any order; use "quoted phrases" and prefix* as needed.'
+                        "Search past conversations (all sessions). Pass a question or "
+                        "keywords: messages matching more and rarer words come first, so "
+                        'a natural question works; "quoted phrases" must match exactly and '
+                        "prefix* matches word beginnings."
                     ),
                     parameters={
                         "type": "object",
                         "properties": {
-                            "query": {"type": "string", "description": "What to search for."}
+                            "query": {
+                                "type": "string",
+                                "description": (
+                                    "A question or keywords, e.g. 'When did Caroline go to "
+                                    "the support group?' or 'support group'."
+                                ),
+                            }
                         },
                         "required": ["query"],
                     },

@@ -328,9 +328,18 @@ class Session(ContextMixin, CompactionMixin):
         await self._store.clear(self._key)
         await self._after_clear()
 
-    async def search(self, query: str, *, limit: int = 20) -> list[SearchResult]:
-        """Full-text search over this session (DESIGN §5)."""
-        parsed = parse_query(query)
+    async def search(
+        self, query: str, *, limit: int = 20, match: str = "any"
+    ) -> list[SearchResult]:
+        """Full-text search over this session (DESIGN §5.1): a question or keywords.
+
+        Args:
+            query: words, ``"phrases"`` (always required), ``prefix*``; never a syntax error.
+            limit: maximum results, best first (BM25 with the namespace's statistics).
+            match: ``"any"`` (default): a message matching at least one word is a hit, stop
+                words ignored; ``"all"``: every word must occur in the message itself.
+        """
+        parsed = parse_query(query, match)
         if parsed.empty or limit <= 0:
             return []
         return await self._store.search(

@@ -114,7 +114,9 @@ def test_plain_calls_builders_and_tools(sync_store: Any) -> None:
     s.append_message(text("assistant", "done", "a1"))
     assert [m["id"] for m in s.get_history()] == ["u1", "a1"]
     assert s.store is sync_store
-    assert [r.message_id for r in s.search("orders")] == ["u1"]
+    assert [r.message_id for r in s.search("orders", match="all")] == ["u1"]
+    # any mode (the default) also finds the reply through its context (its parent's text)
+    assert [r.message_id for r in s.search("orders")] == ["u1", "a1"]
     tools = s.tools()
     assert isinstance(tools, sync.ToolSet) and "set_context" in tools
     out = tools.execute("set_context", {"label": "memory", "content": "likes tea"})

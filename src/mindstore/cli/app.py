@@ -581,9 +581,15 @@ def tree(session: str, width: int) -> None:
     "--session", "session_ids", multiple=True, metavar="ID", help="Only this session (repeatable)."
 )
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1, max=10_000))
+@click.option(
+    "--all",
+    "match_all",
+    is_flag=True,
+    help="Every word must match (default: any word, best matches first).",
+)
 @json_option
-def search(query: str, session_ids: tuple[str, ...], limit: int) -> None:
-    """Full-text search over the namespace: words, "quoted phrases", prefix*."""
+def search(query: str, session_ids: tuple[str, ...], limit: int, match_all: bool) -> None:
+    """Search the namespace with a question or keywords: words, "quoted phrases", prefix*."""
     env = _env()
     namespace = _namespace(env)
     for sid in session_ids:
@@ -591,7 +597,7 @@ def search(query: str, session_ids: tuple[str, ...], limit: int) -> None:
 
     async def go() -> list[Any]:
         async with opened(env, read_only=True) as store:
-            parsed = parse_query(query)
+            parsed = parse_query(query, "all" if match_all else "any")
             if parsed.empty:
                 return []
             return await store.search(
@@ -872,6 +878,36 @@ def import_(
             f"imported {key.session_id!r} into namespace {key.namespace!r}: {_counts(summary)}",
             markup=False,
         )
+
+
+# ---- reindex ---------------------------------------------------------------------------------
+
+
+@cli.command()
+@json_option
+def reindex() -> None:
+    """Rebuild the search index of the whole store (every namespace) from the stored messages
+    and entries. Opening a store written by an older mindstore does this once by itself."""
+    env = _env()
+
+    async def go() -> int:
+        async with opened(env) as store:
+            if not Console(stderr=True).is_terminal or env.json:
+                return await store.reindex()
+            from rich.progress import Progress
+
+            with Progress(console=Console(stderr=True), transient=True) as bar:
+                task = bar.add_task("reindexing", total=None)
+                return await store.reindex(
+                    progress=lambda done, total: bar.update(task, completed=done, total=total)
+                )
+
+    count = _run(go())
+    out = Out()
+    if env.json:
+        out.json({"documents": count})
+        return
+    out.print(f"reindexed {count} documents")
 
 
 # ---- stats -----------------------------------------------------------------------------------

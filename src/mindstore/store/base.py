@@ -510,6 +510,11 @@ class Store(Protocol):
         """Row counts for the CLI's ``stats`` (namespaces, sessions, messages, blocks, …)."""
         ...
 
+    async def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> int:
+        """Rebuild the lexical search index from the stored messages and entries, in one
+        transaction; ``progress(done, total)`` is called as documents are indexed. Returns the
+        number of documents. (Opening a store written by an older version does this once.)"""
+
     async def delete_namespace(self, namespace: str) -> dict[str, int]:
         """Remove every row of ``namespace`` in every table — sessions, messages, search rows,
         compactions, blocks (session- and namespace-scoped), entries and their search rows,

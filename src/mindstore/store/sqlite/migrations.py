@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["LATEST_VERSION", "MIGRATIONS"]
+__all__ = ["LATEST_VERSION", "MIGRATIONS", "REINDEX_AFTER"]
 
 # Why: sessions get a small integer ``sid`` so the message table and its unique index carry an
 # integer instead of two repeated strings (smaller file, faster lookups). The sessions row is
@@ -212,6 +212,53 @@ ALTER TABLE sessions ADD COLUMN compact_floor INTEGER;
 ALTER TABLE sessions ADD COLUMN compact_margin INTEGER;
 """
 
+# Why: DESIGN §5.1 (issue 16) — natural-language questions, BM25 with per-namespace statistics,
+# the same tokens on both backends, CJK, the parent's text as context. FTS5 cannot do any of
+# that (its tokenizers differ from PostgreSQL's, its bm25() statistics span the whole file, it
+# has no CJK segmentation), so the index is two plain tables fed by the Python tokenizer
+# (mindstore.lexical): one row per (collection, kind, key, document) and the document counts
+# and lengths per (collection, part); new documents wait in ``search_pending`` (one row each)
+# and move to ``search_terms`` in batches, so an append writes a page or two instead of one per
+# word. The FTS5 tables go; the rows are built in Python right
+# after this migration, in the same transaction (REINDEX_AFTER), so an older file is re-indexed
+# once, on its first open.
+m009_lexical_index: Final = """
+DROP TABLE message_stem;
+DROP TABLE message_text;
+DROP TABLE entry_stem;
+DROP TABLE entry_text;
+CREATE TABLE search_terms (
+    coll TEXT NOT NULL,
+    kind INTEGER NOT NULL,
+    key TEXT NOT NULL,
+    doc INTEGER NOT NULL,
+    part INTEGER NOT NULL,
+    tf REAL NOT NULL,
+    ctx REAL NOT NULL,
+    dl REAL NOT NULL,
+    PRIMARY KEY (coll, kind, key, doc)
+) WITHOUT ROWID;
+CREATE INDEX search_terms_by_doc ON search_terms (coll, doc);
+CREATE TABLE search_stats (
+    coll TEXT NOT NULL,
+    part INTEGER NOT NULL,
+    docs INTEGER NOT NULL,
+    length REAL NOT NULL,
+    PRIMARY KEY (coll, part)
+) WITHOUT ROWID;
+CREATE TABLE search_pending (
+    coll TEXT NOT NULL,
+    doc INTEGER NOT NULL,
+    part INTEGER NOT NULL,
+    dl REAL NOT NULL,
+    rows TEXT NOT NULL,
+    PRIMARY KEY (coll, doc)
+) WITHOUT ROWID;
+"""
+
+REINDEX_AFTER: Final = "m009_lexical_index"
+"""Opening a file older than this migration rebuilds the lexical index in Python."""
+
 MIGRATIONS: Final[list[tuple[int, str, str]]] = [
     (1, "m001_message_tree", m001_message_tree),
     (2, "m002_message_search", m002_message_search),
@@ -221,6 +268,7 @@ MIGRATIONS: Final[list[tuple[int, str, str]]] = [
     (6, "m006_sessions_by_update", m006_sessions_by_update),
     (7, "m007_entry_records", m007_entry_records),
     (8, "m008_token_estimates", m008_token_estimates),
+    (9, "m009_lexical_index", m009_lexical_index),
 ]
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]
