@@ -408,3 +408,8 @@ class Store(Protocol):
     async def stats(self) -> dict[str, int]:
         """Row counts for the CLI's ``stats`` (namespaces, sessions, messages, blocks, …)."""
         ...
+
+    async def list_namespaces(self) -> list[str]:
+        """Every namespace that holds a session, a block or a keyed entry, sorted (by code
+        point). For browsing a store (the viewer); a namespace with nothing left is not listed."""
+        ...
