@@ -740,3 +740,10 @@ def stats() -> None:
         out.json(counts)
         return
     out.table(["what", "count"], [[k, v] for k, v in counts.items()], title=f"store {env.db}")
+
+
+# ---- serve (the web viewer; its code lives in mindstore.viewer) ------------------------------
+
+from .serve import serve as _serve  # noqa: E402
+
+cli.add_command(_serve)

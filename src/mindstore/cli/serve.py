@@ -1,0 +1,34 @@
+"""``mindstore serve``: the read-only web viewer (DESIGN §12, docs/viewer.md)."""
+
+from __future__ import annotations
+
+import click
+
+__all__ = ["serve"]
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--token",
+    default=None,
+    envvar="MINDSTORE_VIEWER_TOKEN",
+    help="Require this token on every request (needed to bind a non-loopback host; "
+    "env MINDSTORE_VIEWER_TOKEN).",
+)
+@click.option("--open", "open_browser", is_flag=True, help="Open the viewer in a browser.")
+@click.pass_context
+def serve(ctx: click.Context, host: str, port: int, token: str | None, open_browser: bool) -> None:
+    """Serve a read-only web viewer of the store: sessions, branches, compactions, blocks,
+    the frozen prompt and search (needs the `viewer` extra)."""
+    from mindstore.viewer.server import serve as run
+
+    run(
+        ctx.obj.db,
+        host=host,
+        port=port,
+        token=token,
+        open_browser=open_browser,
+        announce=lambda line: click.echo(line, err=True),
+    )
