@@ -74,7 +74,14 @@ def _config(db: str, host: str, token: str | None, **options: Any) -> uvicorn.Co
 class ViewerServer:
     """The viewer on a free port of ``host``, in a daemon thread; ``url`` once started."""
 
-    def __init__(self, db: str, *, host: str = "127.0.0.1", token: str | None = None) -> None:
+    def __init__(
+        self,
+        db: str,
+        *,
+        host: str = "127.0.0.1",
+        token: str | None = None,
+        store_options: dict[str, Any] | None = None,
+    ) -> None:
         check_bind(host, token)
         check_openable(db)
         self._sock = socket.socket(
@@ -83,7 +90,7 @@ class ViewerServer:
         self._sock.bind((host, 0))
         port = self._sock.getsockname()[1]
         self.url = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
-        self._server = uvicorn.Server(_config(db, host, token))
+        self._server = uvicorn.Server(_config(db, host, token, **(store_options or {})))
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
         )
