@@ -9,15 +9,14 @@ missing browser fails them: the viewer's promise is tested in a real browser or 
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
-import threading
-from collections.abc import Coroutine, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from viewer_helpers import run_async
 
 pytest.importorskip("starlette", reason="the viewer extra is not installed")
 
@@ -32,25 +31,6 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-
-
-def run_async(coro: Coroutine[Any, Any, Any]) -> Any:
-    """Run ``coro`` to completion in a fresh thread with its own event loop (safe to call
-    while Playwright's synchronous API owns this thread's loop)."""
-    result: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            result["value"] = asyncio.run(coro)
-        except BaseException as exc:  # re-raised in the caller's thread
-            result["error"] = exc
-
-    thread = threading.Thread(target=target)
-    thread.start()
-    thread.join()
-    if "error" in result:
-        raise result["error"]
-    return result.get("value")
 
 
 @pytest.fixture(scope="session")
@@ -107,9 +87,11 @@ class PageWatch:
         page.on("dialog", on_dialog)
         page.on(
             "console",
-            lambda m: self.errors.append(f"console {m.type}: {m.text}")
-            if m.type in ("error", "warning")
-            else None,
+            lambda m: (
+                self.errors.append(f"console {m.type}: {m.text}")
+                if m.type in ("error", "warning")
+                else None
+            ),
         )
         page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
 

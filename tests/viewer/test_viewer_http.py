@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 import pytest
-from conftest import run_async
+from viewer_helpers import run_async
 
 from mindstore.errors import MindstoreError, SchemaVersionError, StoreError
 from mindstore.store.base import NewMessage, ScopeKey, SessionKey, Store
@@ -94,7 +94,8 @@ def test_api_serves_the_demo(demo_server: str, demo_db: Path) -> None:
     async def stored_prompt() -> str | None:
         ro = await open_read_only(str(demo_db))
         try:
-            return await ro.get_prompt(SessionKey(namespace="default", session_id="deploy-incident"))
+            key = SessionKey(namespace="default", session_id="deploy-incident")
+            return await ro.get_prompt(key)
         finally:
             await ro.aclose()
 
@@ -119,7 +120,7 @@ def test_api_serves_the_demo(demo_server: str, demo_db: Path) -> None:
     ],
 )
 def test_api_errors_say_what_is_wrong(demo_server: str, path: str, status: int, text: str) -> None:
-    got, headers, body = request(demo_server, path)
+    got, _, body = request(demo_server, path)
     assert got == status
     assert text in json.loads(body)["error"]
     page_status, _, page = request(demo_server, path.removeprefix("/api"))
@@ -217,8 +218,8 @@ def test_with_a_token_every_request_needs_it(token_server: str) -> None:
         status, _, body = request(token_server, "/api/namespaces", headers=headers)
         assert status == 200 and json.loads(body)["namespaces"] == ["default"]
     # any Host is accepted with a token (it is the credential, not the address)
-    got = request(token_server, "/api/namespaces", headers={"Host": "viewer.example", **ok_headers[0]})
-    assert got[0] == 200
+    host = {"Host": "viewer.example", **ok_headers[0]}
+    assert request(token_server, "/api/namespaces", headers=host)[0] == 200
 
 
 def test_token_in_the_url_sets_a_strict_cookie_once(token_server: str) -> None:
@@ -249,7 +250,7 @@ def test_bind_rules() -> None:
 
 def test_the_facade_has_no_write_method() -> None:
     protocol = {n for n in vars(Store) if not n.startswith("_") and callable(getattr(Store, n))}
-    assert READ_METHODS <= protocol
+    assert protocol >= READ_METHODS
     writes = protocol - READ_METHODS - {"aclose"}
     assert {"append", "set_block", "put_prompt", "delete_session", "add_compaction"} <= writes
     for name in writes:
@@ -310,7 +311,7 @@ def test_opening_refuses_what_it_cannot_view_without_writing(tmp_path: Path) -> 
     assert not missing.exists()
     with pytest.raises(MindstoreError, match="directory"):
         run_async(open_read_only(str(tmp_path)))
-    with pytest.raises(MindstoreError, match="nothing to view|cannot view"):
+    with pytest.raises(MindstoreError, match="cannot view"):
         run_async(open_read_only(":memory:"))
     other = tmp_path / "other.db"
     with sqlite3.connect(other) as conn:
@@ -402,7 +403,6 @@ def test_serve_runs_the_viewer_until_stopped(demo_db: Path) -> None:
 @pytest.mark.postgres
 def test_the_api_over_postgresql() -> None:
     from backends import drop_schema, new_schema_name, postgres_url_or_skip
-
     from mindstore.session import Session
     from mindstore.store.postgres import PostgresStore
 
@@ -414,10 +414,8 @@ def test_the_api_over_postgresql() -> None:
         try:
             s = Session.create(store, "chat", namespace="pg-ns")
             for mid, parent in (("u1", None), ("a1", "u1"), ("a1b", "u1")):
-                await s.append_message(
-                    {"id": mid, "role": "user", "parts": [{"type": "text", "text": f"hello {mid}"}]},
-                    parent_id=parent,
-                )
+                msg = {"id": mid, "role": "user", "parts": [{"type": "text", "text": f"hi {mid}"}]}
+                await s.append_message(msg, parent_id=parent)
             await store.add_compaction(s.key, summary="greeting", from_id="u1", to_id="a1b")
         finally:
             await store.aclose()
@@ -431,7 +429,7 @@ def test_the_api_over_postgresql() -> None:
             assert [m["id"] for m in view["items"][0]["covered"]] == ["u1", "a1b"]
             other = api(server.url, "/api/session?ns=pg-ns&id=chat&leaf=a1")
             assert [i["id"] for i in other["items"]] == ["u1", "a1"]
-            hits = api(server.url, "/api/search?ns=pg-ns&q=hello")["results"]
+            hits = api(server.url, "/api/search?ns=pg-ns&q=hi")["results"]
             assert {h["message_id"] for h in hits} == {"u1", "a1", "a1b"}
             assert request(server.url, "/session?ns=pg-ns&id=chat")[0] == 200
     finally:

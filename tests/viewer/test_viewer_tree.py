@@ -41,7 +41,9 @@ TREE = rows(("u1", None), ("a1", "u1"), ("u2", "a1"), ("a2", "u2"), ("a2b", "u2"
 
 
 def ids(view: dict[str, Any]) -> list[str]:
-    return [i["id"] if i["kind"] == "message" else f"c{i['compaction']['id']}" for i in view["items"]]
+    return [
+        i["id"] if i["kind"] == "message" else f"c{i['compaction']['id']}" for i in view["items"]
+    ]
 
 
 def test_latest_path_by_default_with_branch_links_to_latest_leaves() -> None:
