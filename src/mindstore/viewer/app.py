@@ -340,12 +340,19 @@ def create_app(
                 status = 404 if isinstance(exc, data.NotFound) else 400
                 return HTMLResponse(
                     env.get_template("error.html").render(
-                        title=title, status=status, error=_message(exc)
+                        title=title,
+                        status=status,
+                        error=_message(exc),
+                        search_ns=request.query_params.get("ns") or "default",
                     ),
                     status_code=status,
                 )
+            # the top search box searches the namespace being looked at
+            search_ns = context.get("namespace") or request.query_params.get("ns") or "default"
             return HTMLResponse(
-                env.get_template(template).render(title=title, page=request.url.path, **context)
+                env.get_template(template).render(
+                    title=title, page=request.url.path, search_ns=search_ns, **context
+                )
             )
 
         return endpoint
