@@ -25,7 +25,7 @@ from mindstore.errors import MindstoreError, SchemaVersionError, StoreError
 from mindstore.store.base import NewMessage, ScopeKey, SessionKey, Store
 from mindstore.viewer.app import CSP
 from mindstore.viewer.readonly import READ_METHODS, ReadOnlyStore, open_read_only
-from mindstore.viewer.server import ViewerServer, check_bind, is_loopback
+from mindstore.viewer.server import ViewerServer, check_bind, display_name, is_loopback
 
 TOKEN = "test-token-0123456789abcdef"
 
@@ -230,6 +230,13 @@ def test_token_in_the_url_sets_a_strict_cookie_once(token_server: str) -> None:
     assert cookie.startswith(f"mindstore_token={TOKEN};")
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie
     assert request(token_server, "/?token=wrong-token-0123456789")[0] == 401
+
+
+def test_the_header_never_shows_a_password_or_a_full_path() -> None:
+    assert display_name("/home/me/secret/agent.db") == "agent.db"
+    assert display_name("sqlite:////srv/x/agent.db") == "agent.db"
+    shown = display_name("postgresql://app:hunter2@db.internal:5433/memory?sslmode=require")
+    assert shown == "postgresql://db.internal:5433/memory"
 
 
 def test_bind_rules() -> None:

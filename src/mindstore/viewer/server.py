@@ -13,6 +13,7 @@ import socket
 import threading
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 from mindstore.errors import MindstoreError, MissingDependencyError
 
@@ -22,9 +23,9 @@ except ImportError as exc:  # pragma: no cover - exercised by tests/meta/test_ex
     raise MissingDependencyError("viewer", exc.name or "uvicorn") from exc
 
 from .app import create_app
-from .readonly import check_openable, open_read_only
+from .readonly import check_openable, open_read_only, sqlite_path
 
-__all__ = ["ViewerServer", "check_bind", "is_loopback", "serve"]
+__all__ = ["ViewerServer", "check_bind", "display_name", "is_loopback", "serve"]
 
 _TOKEN = re.compile(r"[A-Za-z0-9._~-]{16,256}")
 
@@ -57,8 +58,19 @@ def check_bind(host: str, token: str | None) -> None:
         )
 
 
+def display_name(db: str) -> str:
+    """What the page header calls the store: a SQLite file's name, or a PostgreSQL URL's host
+    and database — never a password or a full local path."""
+    path = sqlite_path(db)
+    if path is not None:
+        return path.name
+    parts = urlsplit(db)
+    host = parts.hostname or "localhost"
+    return f"postgresql://{host}{':' + str(parts.port) if parts.port else ''}{parts.path}"
+
+
 def _config(db: str, host: str, token: str | None, **options: Any) -> uvicorn.Config:
-    app = create_app(lambda: open_read_only(db, **options), token=token, title=db)
+    app = create_app(lambda: open_read_only(db, **options), token=token, title=display_name(db))
     return uvicorn.Config(
         app,
         host=host,
