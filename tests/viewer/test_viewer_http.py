@@ -377,10 +377,13 @@ def test_serve_never_creates_a_missing_database(tmp_path: Path) -> None:
     assert not missing.exists()
 
 
-def test_serve_runs_the_viewer_until_stopped(demo_db: Path) -> None:
+@pytest.mark.parametrize("as_json", [False, True])
+def test_serve_runs_the_viewer_until_stopped(demo_db: Path, as_json: bool) -> None:
     port = _free_port()
+    flags = ["--json"] if as_json else []
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mindstore", "--db", str(demo_db), "serve", "--port", str(port)],
+        [sys.executable, "-m", "mindstore", "--db", str(demo_db), "serve", "--port", str(port)]
+        + flags,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -400,8 +403,11 @@ def test_serve_runs_the_viewer_until_stopped(demo_db: Path) -> None:
         assert status == 200 and json.loads(body)["namespaces"] == ["default"]
     finally:
         proc.terminate()
-        _, err = proc.communicate(timeout=30)
-    assert f"http://127.0.0.1:{port}/" in err and "read-only" in err
+        out, err = proc.communicate(timeout=30)
+    if as_json:
+        assert json.loads(out) == {"url": f"http://127.0.0.1:{port}/", "database": str(demo_db)}
+    else:
+        assert f"http://127.0.0.1:{port}/" in err and "read-only" in err
 
 
 # ---- PostgreSQL ------------------------------------------------------------------------------

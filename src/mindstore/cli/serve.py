@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import click
 
 __all__ = ["serve"]
@@ -18,17 +20,28 @@ __all__ = ["serve"]
     "env MINDSTORE_VIEWER_TOKEN).",
 )
 @click.option("--open", "open_browser", is_flag=True, help="Open the viewer in a browser.")
+@click.option(
+    "--json", "as_json", is_flag=True, help='Print {"url", "database"} as JSON once listening.'
+)
 @click.pass_context
-def serve(ctx: click.Context, host: str, port: int, token: str | None, open_browser: bool) -> None:
+def serve(
+    ctx: click.Context,
+    host: str,
+    port: int,
+    token: str | None,
+    open_browser: bool,
+    as_json: bool,
+) -> None:
     """Serve a read-only web viewer of the store: sessions, branches, compactions, blocks,
     the frozen prompt and search (needs the `viewer` extra)."""
     from mindstore.viewer.server import serve as run
 
-    run(
-        ctx.obj.db,
-        host=host,
-        port=port,
-        token=token,
-        open_browser=open_browser,
-        announce=lambda line: click.echo(line, err=True),
-    )
+    db: str = ctx.obj.db
+
+    def announce(url: str) -> None:
+        if as_json or ctx.obj.json:
+            click.echo(json.dumps({"url": url, "database": db}))
+        else:
+            click.echo(f"mindstore viewer of {db} at {url} (read-only; Ctrl-C stops it)", err=True)
+
+    run(db, host=host, port=port, token=token, open_browser=open_browser, announce=announce)

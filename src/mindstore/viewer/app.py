@@ -41,7 +41,7 @@ try:
     from starlette.routing import Route
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 except ImportError as exc:  # pragma: no cover - exercised by tests/meta/test_extras.py
-    raise MissingDependencyError("viewer", exc.name or "starlette") from exc
+    raise MissingDependencyError(exc.name or "starlette", "viewer") from exc
 
 from mindstore.cli.render import to_jsonable
 from mindstore.messages import is_tool_part, tool_name

@@ -12,6 +12,7 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -20,7 +21,7 @@ from mindstore.errors import MindstoreError, MissingDependencyError
 try:
     import uvicorn
 except ImportError as exc:  # pragma: no cover - exercised by tests/meta/test_extras.py
-    raise MissingDependencyError("viewer", exc.name or "uvicorn") from exc
+    raise MissingDependencyError(exc.name or "uvicorn", "viewer") from exc
 
 from .app import create_app
 from .readonly import check_openable, open_read_only, sqlite_path
@@ -137,9 +138,9 @@ def serve(
     port: int = 8765,
     token: str | None = None,
     open_browser: bool = False,
-    announce: Any = print,
+    announce: Callable[[str], object] = print,
 ) -> None:
-    """Serve the viewer until interrupted (Ctrl-C).
+    """Serve the viewer until interrupted (Ctrl-C); ``announce(url)`` once it listens.
 
     Raises:
         MindstoreError: a non-loopback host without a token, or a store that cannot be viewed.
@@ -156,7 +157,7 @@ def serve(
         while not server.started and not server.should_exit:
             time.sleep(0.05)
         if server.started:
-            announce(f"mindstore viewer of {db} at {url} (read-only; Ctrl-C stops it)")
+            announce(url)
             if open_browser:
                 import webbrowser
 
