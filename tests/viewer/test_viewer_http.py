@@ -382,8 +382,17 @@ def test_serve_runs_the_viewer_until_stopped(demo_db: Path, as_json: bool) -> No
     port = _free_port()
     flags = ["--json"] if as_json else []
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mindstore", "--db", str(demo_db), "serve", "--port", str(port)]
-        + flags,
+        [
+            sys.executable,
+            "-m",
+            "mindstore",
+            "--db",
+            str(demo_db),
+            "serve",
+            "--port",
+            f"{port}",
+            *flags,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
