@@ -419,6 +419,45 @@ def test_serve_runs_the_viewer_until_stopped(demo_db: Path, as_json: bool) -> No
         assert f"http://127.0.0.1:{port}/" in err and "read-only" in err
 
 
+def test_demo_then_serve_shows_the_demo(tmp_path: Path) -> None:
+    """`mindstore demo && mindstore serve`: with no database named and no ./mindstore.db,
+    serve opens the database the demo just wrote to its temporary folder."""
+    work, tmp = tmp_path / "work", tmp_path / "tmp"
+    work.mkdir()
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    env.pop("MINDSTORE_DB", None)
+    assert _mindstore("demo", cwd=work, env=env).returncode == 0
+    (written,) = tmp.glob("mindstore-demo-*/demo.db")
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mindstore", "serve", "--port", f"{port}", "--json"],
+        cwd=work,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                view = api(base, "/api/session?id=deploy-incident")
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.1)
+        assert [i["kind"] for i in view["items"]] == ["message", "compaction", "message", "message"]
+        assert api(base, "/api/blocks?id=deploy-incident")["blocks"]
+    finally:
+        proc.terminate()
+        out, err = proc.communicate(timeout=30)
+    assert json.loads(out)["database"] == str(written)
+    assert "showing the latest `mindstore demo` database" in err
+    assert not (work / "mindstore.db").exists()
+
+
 # ---- PostgreSQL ------------------------------------------------------------------------------
 
 
