@@ -144,6 +144,13 @@ def test_script_niceties(watched: PageWatch, demo_server: str) -> None:
     assert opened and all(opened)
     page.get_by_role("button", name="Collapse all").click()
     assert not any(page.locator("main details").evaluate_all("ds => ds.map(d => d.open)"))
+    # "]" switches to the next branch at the focused message
+    page.goto(demo_server + SESSION + "&leaf=a2&focus=a2")
+    page.keyboard.press("]")
+    page.wait_for_url("**focus=a2-regen**")
+    assert page.locator("article.msg.focus").get_attribute("id") == "m-a2-regen"
+    page.keyboard.press("[")
+    page.wait_for_url("**focus=a2#m-a2")
     watched.assert_clean()
 
 

@@ -127,6 +127,42 @@ def test_api_errors_say_what_is_wrong(demo_server: str, path: str, status: int, 
     assert page_status == status and text.replace("'", "&#39;") in page.decode()
 
 
+def test_a_long_session_is_windowed(tmp_path: Path) -> None:
+    """10,000 messages: the page renders one window (100 items), never the whole path."""
+    from mindstore.store.sqlite import SQLiteStore
+
+    db = tmp_path / "long.db"
+    key = SessionKey(namespace="default", session_id="long")
+
+    async def build() -> None:
+        async with SQLiteStore(db) as store:
+            text = [{"type": "text", "text": "hi"}]
+            items = [
+                NewMessage(
+                    message={"id": f"m{i}", "role": "user", "parts": text},
+                    parent=f"m{i - 1}" if i else None,
+                    tokens=5,
+                )
+                for i in range(10_000)
+            ]
+            await store.append(key, items)
+            await store.add_compaction(key, summary="middle", from_id="m100", to_id="m8999")
+
+    run_async(build())
+    with ViewerServer(str(db)) as server:
+        t = time.monotonic()
+        status, _, body = request(server.url, "/session?id=long")
+        assert status == 200 and time.monotonic() - t < 30  # a bound against hangs only
+        html = body.decode()
+        assert html.count('<article class="msg') == 100  # the latest window
+        assert "m9999" in html and "items 1002–1101 of 1101" in html
+        status, _, body = request(server.url, "/session?id=long&offset=99")
+        html = body.decode()  # m99, the summary (50 of its 8,900 messages listed), m9000…
+        assert html.count('<article class="msg') == 100 - 1 + 50 and "8900 messages" in html
+        view = api(server.url, "/api/session?id=long&offset=0&limit=5")
+        assert [i.get("id", "summary") for i in view["items"]] == ["m0", "m1", "m2", "m3", "m4"]
+
+
 # ---- security --------------------------------------------------------------------------------
 
 
