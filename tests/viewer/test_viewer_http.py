@@ -117,6 +117,9 @@ def test_api_serves_the_demo(demo_server: str, demo_db: Path) -> None:
         ("/api/session?id=deploy-incident&offset=-1", 400, "must not be negative"),
         ("/api/session", 400, "missing query parameter 'id'"),
         ("/api/blocks?id=nope", 404, "no session"),
+        ("/api/sessions?ns=" + "n" * 300, 400, "at most 256 characters"),
+        ("/api/session?id=a%00b", 400, "at most 256 characters"),
+        ("/api/search?q=x&ns=" + "n" * 300, 400, "at most 256 characters"),
     ],
 )
 def test_api_errors_say_what_is_wrong(demo_server: str, path: str, status: int, text: str) -> None:

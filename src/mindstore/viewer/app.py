@@ -30,7 +30,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
-from mindstore.errors import MindstoreError, MissingDependencyError
+from mindstore.errors import MindstoreError, MissingDependencyError, StoreError
 
 try:
     import jinja2
@@ -336,8 +336,8 @@ def create_app(
         async def endpoint(request: Request) -> Response:
             try:
                 context = await fn(holder["store"], request)
-            except (BadRequest, data.NotFound, MindstoreError) as exc:
-                status = 404 if isinstance(exc, data.NotFound) else 400
+            except (data.NotFound, MindstoreError, ValueError) as exc:
+                status = _status(exc)
                 return HTMLResponse(
                     env.get_template("error.html").render(
                         title=title,
@@ -361,9 +361,8 @@ def create_app(
         async def endpoint(request: Request) -> Response:
             try:
                 context = await fn(holder["store"], request)
-            except (BadRequest, data.NotFound, MindstoreError) as exc:
-                status = 404 if isinstance(exc, data.NotFound) else 400
-                return JSONResponse({"error": _message(exc)}, status_code=status)
+            except (data.NotFound, MindstoreError, ValueError) as exc:
+                return JSONResponse({"error": _message(exc)}, status_code=_status(exc))
             return JSONResponse(to_jsonable(context))
 
         return endpoint
@@ -383,6 +382,16 @@ def create_app(
     routes.append(Route("/favicon.ico", lambda _r: Response(status_code=204), methods=["GET"]))
     app = Starlette(routes=routes, lifespan=lifespan)
     return Guard(app, token=token)
+
+
+def _status(exc: BaseException) -> int:
+    """404 for what is not in the store, 503 when the store failed, 400 for bad parameters
+    (our own checks and the store's validation of names, which raises ValueError)."""
+    if isinstance(exc, data.NotFound):
+        return 404
+    if isinstance(exc, StoreError):
+        return 503
+    return 400
 
 
 def _message(exc: BaseException) -> str:
