@@ -70,6 +70,17 @@ def test_api_serves_the_demo(demo_server: str, demo_db: Path) -> None:
     assert ns["namespaces"] == ["default"] and ns["stats"]["sessions"] == 2
     sessions = api(demo_server, "/api/sessions?ns=default")["sessions"]
     assert sorted(s["name"] for s in sessions) == ["Capacity planning", "Deploy incident"]
+    first = api(demo_server, "/api/sessions?ns=default&limit=1")
+    assert len(first["sessions"]) == 1 and first["next_before"] == first["sessions"][0]["id"]
+    second = api(demo_server, f"/api/sessions?ns=default&limit=1&before={first['next_before']}")
+    assert len(second["sessions"]) == 1 and second["next_before"] is None
+    assert {first["sessions"][0]["id"], second["sessions"][0]["id"]} == {s["id"] for s in sessions}
+    found = api(demo_server, "/api/sessions?ns=default&filter=CAPACITY")["sessions"]
+    assert [s["name"] for s in found] == ["Capacity planning"]
+    assert api(demo_server, "/api/sessions?ns=default&filter=incident")["sessions"][0]["id"] == (
+        "deploy-incident"
+    )
+    assert api(demo_server, "/api/sessions?ns=elsewhere")["sessions"] == []
     view = api(demo_server, "/api/session?ns=default&id=deploy-incident")
     shown = [i.get("id") or f"summary {i['compaction']['id']}" for i in view["items"]]
     assert shown == ["u1", "summary 1", "u5", "a5"]
