@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from mindstore.store.base import Compaction, StoredMessage
-from mindstore.viewer.tree import COVERED_PREVIEW, MAX_LIMIT, session_view
+from mindstore.viewer.tree import COVERED_PREVIEW, MAX_LIMIT, TreeIndex, session_view
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -124,3 +124,27 @@ def test_window_defaults_to_the_end_and_focus_opens_its_summary() -> None:
 def test_empty_session() -> None:
     view = session_view([], [], None)
     assert view["items"] == [] and view["path_length"] == 0 and view["leaf"] is None
+
+
+def test_latest_leaf_under_every_node_matches_a_brute_force_walk() -> None:
+    import random
+
+    rng = random.Random(7)
+    for _ in range(50):
+        spec: list[tuple[str, str | None]] = []
+        for i in range(rng.randint(1, 60)):
+            parent = None if i == 0 or rng.random() < 0.05 else f"n{rng.randrange(i)}"
+            spec.append((f"n{i}", parent))
+        tree = TreeIndex.build(rows(*spec))
+        kids: dict[str, list[str]] = {}
+        for mid, parent in spec:
+            if parent is not None:
+                kids.setdefault(parent, []).append(mid)
+        for mid, _ in spec:
+            stack, leaves = [mid], []
+            while stack:
+                node = stack.pop()
+                stack.extend(kids.get(node, []))
+                if not kids.get(node):
+                    leaves.append(node)
+            assert tree.latest_under[mid] == max(leaves, key=lambda n: int(n[1:])), mid

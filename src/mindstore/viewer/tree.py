@@ -83,13 +83,18 @@ class TreeIndex:
                 roots.append(row.id)
         latest: dict[str, str] = {}
         # Children come after their parents in seq order, so walking backwards settles every
-        # child before its parent: the latest leaf under a node is its newest child's, by seq.
+        # child before its parent: the latest leaf under a node is the newest (highest seq) of
+        # its children's latest leaves. A node passes its own up to its parent as it is settled.
+        best: dict[str, tuple[int, str]] = {}  # parent id -> (seq, id) of the newest leaf so far
         for row in reversed(rows):
-            kids = children.get(row.id)
-            if not kids:
-                latest[row.id] = row.id
-            else:
-                latest[row.id] = max((latest[k] for k in kids), key=lambda i: by_id[i].seq)
+            mine = best.pop(row.id, None)
+            leaf = (row.seq, row.id) if mine is None else mine
+            latest[row.id] = leaf[1]
+            parent = row.parent_id
+            if parent is not None and parent in by_id:
+                seen = best.get(parent)
+                if seen is None or leaf[0] > seen[0]:
+                    best[parent] = leaf
         return cls(rows=by_id, children=children, roots=roots, latest_under=latest)
 
     def path(self, leaf: str) -> list[str]:
