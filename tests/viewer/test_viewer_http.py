@@ -177,6 +177,46 @@ def test_a_long_session_is_windowed(tmp_path: Path) -> None:
         assert [i.get("id", "summary") for i in view["items"]] == ["m0", "m1", "m2", "m3", "m4"]
 
 
+def test_superseded_and_reverted_overlays_are_marked(tmp_path: Path) -> None:
+    from mindstore.store.sqlite import SQLiteStore
+
+    db = tmp_path / "overlays.db"
+    key = SessionKey(namespace="default", session_id="s")
+
+    async def build() -> None:
+        async with SQLiteStore(db) as store:
+            text = [{"type": "text", "text": "hello"}]
+            await store.append(
+                key,
+                [
+                    NewMessage(
+                        message={"id": f"m{i}", "role": "user", "parts": text},
+                        parent=f"m{i - 1}" if i else None,
+                    )
+                    for i in range(8)
+                ],
+            )
+            c1 = await store.add_compaction(key, summary="first", from_id="m1", to_id="m2")
+            await store.add_compaction(
+                key, summary="second", from_id="m1", to_id="m4", supersedes=[c1.id]
+            )
+            c3 = await store.add_compaction(key, summary="third", from_id="m5", to_id="m6")
+            await store.revert_compaction(key, c3.id)
+
+    run_async(build())
+    with ViewerServer(str(db)) as server:
+        view = api(server.url, "/api/session?id=s")
+        status = {c["id"]: (c["status"], c["applied"]) for c in view["compactions"]}
+        assert status == {1: ("superseded", False), 2: ("active", True), 3: ("reverted", False)}
+        assert [i.get("id", "summary") for i in view["items"]] == [
+            "m0", "summary", "m5", "m6", "m7"
+        ]  # fmt: skip
+        html = request(server.url, "/session?id=s&raw=1")[2].decode()
+        assert html.count('class="mark status-superseded"') == 2  # ⟦ at m1, ⟧ at m2
+        assert html.count('class="mark status-reverted"') == 2  # ⟦ at m5, ⟧ at m6
+        assert "superseded by #2" in html and "summarised by #2" in html
+
+
 # ---- security --------------------------------------------------------------------------------
 
 
