@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from viewer_helpers import run_async
+from viewer_helpers import PageWatch, run_async
 
 pytest.importorskip("starlette", reason="the viewer extra is not installed")
 
@@ -70,34 +70,6 @@ def browser() -> Iterator[Any]:
             yield b
         finally:
             b.close()
-
-
-class PageWatch:
-    """A page with every dialog, console error, page error and CSP report recorded."""
-
-    def __init__(self, page: Any) -> None:
-        self.page = page
-        self.dialogs: list[str] = []
-        self.errors: list[str] = []
-
-        def on_dialog(dialog: Any) -> None:
-            self.dialogs.append(f"{dialog.type}: {dialog.message}")
-            dialog.dismiss()
-
-        page.on("dialog", on_dialog)
-        page.on(
-            "console",
-            lambda m: (
-                self.errors.append(f"console {m.type}: {m.text}")
-                if m.type in ("error", "warning")
-                else None
-            ),
-        )
-        page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
-
-    def assert_clean(self) -> None:
-        assert self.dialogs == [], self.dialogs
-        assert self.errors == [], self.errors
 
 
 @pytest.fixture

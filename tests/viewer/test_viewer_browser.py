@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from viewer_helpers import run_async
+from viewer_helpers import PageWatch, run_async
 
-from conftest import PageWatch
 from mindstore.viewer.server import ViewerServer
 
 SESSION = "/session?ns=default&id=deploy-incident"

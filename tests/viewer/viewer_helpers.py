@@ -7,7 +7,7 @@ import threading
 from collections.abc import Coroutine
 from typing import Any
 
-__all__ = ["run_async"]
+__all__ = ["PageWatch", "run_async"]
 
 
 def run_async(coro: Coroutine[Any, Any, Any]) -> Any:
@@ -27,3 +27,31 @@ def run_async(coro: Coroutine[Any, Any, Any]) -> Any:
     if "error" in result:
         raise result["error"]
     return result.get("value")
+
+
+class PageWatch:
+    """A page with every dialog, console error, page error and CSP report recorded."""
+
+    def __init__(self, page: Any) -> None:
+        self.page = page
+        self.dialogs: list[str] = []
+        self.errors: list[str] = []
+
+        def on_dialog(dialog: Any) -> None:
+            self.dialogs.append(f"{dialog.type}: {dialog.message}")
+            dialog.dismiss()
+
+        page.on("dialog", on_dialog)
+        page.on(
+            "console",
+            lambda m: (
+                self.errors.append(f"console {m.type}: {m.text}")
+                if m.type in ("error", "warning")
+                else None
+            ),
+        )
+        page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
+
+    def assert_clean(self) -> None:
+        assert self.dialogs == [], self.dialogs
+        assert self.errors == [], self.errors
