@@ -57,8 +57,8 @@ def _browser_available() -> bool:
     return Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is not None
 
 
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
+@pytest.fixture(scope="module")  # not session: Playwright's sync API keeps an event loop
+def browser() -> Iterator[Any]:  # running in this thread, which asyncio.run() elsewhere refuses
     if not _browser_available():
         if os.environ.get("CI"):
             pytest.fail(f"CI is set but there is no Chromium at {CHROMIUM} (apt install chromium)")
