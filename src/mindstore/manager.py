@@ -39,10 +39,16 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from mindstore.context.spec import Scope
-from mindstore.errors import ConflictError, MessageNotFoundError, SessionNotFoundError
+from mindstore.errors import (
+    ConflictError,
+    InvalidKeyError,
+    MessageNotFoundError,
+    SessionNotFoundError,
+)
 from mindstore.messages import new_message_id, validate_id
 from mindstore.search import SearchResult, parse_query
 from mindstore.session import DEFAULT_MAX_MESSAGE_BYTES, Session
+from mindstore.store._checks import check_name, check_text
 from mindstore.store.base import AUTO, NewMessage, SessionInfo, SessionKey, Store, _Sentinel
 from mindstore.tokens import Tokenizer
 from mindstore.tools import Tool, ToolSet
@@ -569,10 +575,12 @@ def _new_session_id() -> str:
 
 
 def _check_session_id(value: Any) -> None:
-    if not isinstance(value, str) or not value or len(value) > 256 or "\x00" in value:
-        raise ValueError("session id must be a non-empty string of at most 256 characters")
+    # The stores' own check (InvalidKeyError, also a ValueError), so every layer agrees.
+    check_name(value, "session id")
 
 
 def _check_optional_str(value: Any, field: str) -> None:
     if value is not None and not isinstance(value, str):
         raise TypeError(f"{field} must be a string or None, got {type(value).__name__}")
+    if value is not None:
+        check_text(value, field, InvalidKeyError)

@@ -24,6 +24,7 @@ from mindstore.context.spec import BlockSpec, Scope
 from mindstore.errors import ConflictError, InvalidMessageError, MessageNotFoundError
 from mindstore.messages import validate_id, validate_message
 from mindstore.search import SearchResult, parse_query
+from mindstore.store._checks import check_name
 from mindstore.store.base import AUTO, UNSET, NewMessage, SessionKey, Store, _Sentinel
 from mindstore.tokens import Tokenizer, estimate_message_tokens
 
@@ -328,8 +329,8 @@ class Session(ContextMixin, CompactionMixin):
 
 
 def _check_name(value: Any, field: str) -> None:
-    if not isinstance(value, str) or not value or len(value) > 256 or "\x00" in value:
-        raise ValueError(f"{field} must be a non-empty string of at most 256 characters")
+    # The stores' own check, so a Session refuses exactly what the backends refuse.
+    check_name(value, field)
 
 
 def _make_spec(

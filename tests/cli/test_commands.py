@@ -241,7 +241,7 @@ def test_missing_database_is_an_error_and_not_created(
     path = tmp_path / "absent.db"
     result = run("--db", path, *args)
     assert result.exit_code == 1
-    assert f"no database at {path}" in result.stderr
+    assert f"no mindstore database at {path}" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert not path.exists()
 

@@ -260,3 +260,8 @@ def test_large_round_trip(run: Invoke, tmp_path: Path) -> None:
     dst = tmp_path / "copy.db"
     assert run("--db", dst, "import", "-", input=a).exit_code == 0
     assert export_text(run, dst, "big") == a
+
+
+def test_parse_export_accepts_a_leading_byte_order_mark(run: Invoke, db: Path) -> None:
+    text = "\ufeff" + export_text(run, db)
+    assert parse_export(text.splitlines(keepends=True)).session_id == "chat"

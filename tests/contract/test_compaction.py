@@ -584,9 +584,10 @@ async def test_row_limit_giant_tool_output_and_text(store: Store) -> None:
         assert len(dumps(stored).encode()) <= limit
     assert stored_tool["parts"][0]["output"].startswith("ooo")
     assert stored_tool["metadata"]["mindstore"]["truncated"][0]["field"] == "output"
-    assert stored_text["parts"][0]["text"].startswith(
-        "[Text truncated for storage (2000000 chars). First 500 chars: uuu"
-    )
+    # Only what does not fit is cut (issue 14 item 6): most of the 2 MB text is kept.
+    kept_text = stored_text["parts"][0]["text"]
+    assert kept_text.startswith("u" * 1_700_000)
+    assert kept_text.endswith(" chars cut]") and "kept the first" in kept_text
     assert stored_text["metadata"]["mindstore"]["truncated"][0]["field"] == "text"
     # update goes through the same limit
     await s.update_message({"id": "big-tool", "role": "assistant", "parts": [text["parts"][0]]})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -66,9 +67,15 @@ def test_giant_text_becomes_stub() -> None:
         }
     )
     text = out["parts"][0]["text"]
-    assert text == f"[Text truncated for storage (2000000 chars). First 500 chars: {'é' * 500}]"
+    prefix, marker = text.split("\n\n[Text truncated for storage: ", 1)
+    assert set(prefix) == {"é"} and len(prefix) > 890_000  # ~1.8 MB of 2-byte characters
+    assert (
+        marker
+        == f"kept the first {len(prefix)} of 2000000 chars; {2_000_000 - len(prefix)} chars cut]"
+    )
     assert out["metadata"]["keep"] == 1
-    assert out["metadata"]["mindstore"]["truncated"][0]["field"] == "text"
+    record = out["metadata"]["mindstore"]["truncated"][0]
+    assert record["field"] == "text" and record["kept_chars"] == len(prefix)
 
 
 def test_giant_input_unknown_part_and_metadata() -> None:
@@ -102,6 +109,59 @@ def test_many_small_parts_still_fit() -> None:
 
 def test_small_limit() -> None:
     out = check({"role": "user", "parts": [{"type": "text", "text": "q" * 10_000}]}, limit=4096)
-    assert out["parts"][0]["text"].startswith("[Text truncated for storage (10000 chars)")
+    assert out["parts"][0]["text"].startswith("q" * 3_500)
+    assert "kept the first" in out["parts"][0]["text"]
     with pytest.raises(ValueError):
         enforce_row_limit({"id": "a", "role": "user", "parts": []}, 100)
+
+
+# ---- issue 14 item 6: no cliff just over the limit -------------------------------------------
+
+
+def _json_text(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _kept(out: dict[str, Any], i: int = 0) -> str:
+    return str(out["parts"][i]["text"]).split("\n\n[Text truncated for storage: ")[0]
+
+
+@pytest.mark.parametrize("over", [1, 100, 10_000, 300_000])
+def test_text_just_over_the_limit_keeps_almost_everything(over: int) -> None:
+    body = "".join(f"line {i}: the deploy went fine\n" for i in range(70_000))
+    body = body[: LIMIT + over]
+    out = check({"id": "u", "role": "user", "parts": [{"type": "text", "text": body}]})
+    kept = _kept(out)
+    assert body.startswith(kept)
+    # Everything but the overflow, the marker and the record: within 1 KB of the limit.
+    assert message_bytes(out) > LIMIT - 1_024
+    assert len(_json_text(kept)) > LIMIT - 1_024
+    text = out["parts"][0]["text"]
+    assert text.endswith(
+        f"kept the first {len(kept)} of {len(body)} chars; {len(body) - len(kept)} chars cut]"
+    )
+
+
+@pytest.mark.parametrize(
+    "unit",
+    ["a", "é", "日本", "😀", "\x01", '"\\', "a\x02é😀\n"],
+    ids=["ascii", "2-byte", "3-byte", "4-byte", "json-escape", "quote-backslash", "mixed"],
+)
+def test_cut_never_exceeds_the_limit_for_any_encoding_width(unit: str) -> None:
+    body = unit * (2_000_000 // len(unit))
+    out = check({"role": "assistant", "parts": [{"type": "reasoning", "text": body}]})
+    kept = _kept(out)
+    assert body.startswith(kept)
+    assert message_bytes(out) > LIMIT - 8_192  # close to the limit, not a 500-char preview
+
+
+def test_two_texts_cut_largest_first_only_as_needed() -> None:
+    small = "s" * 100_000
+    big = "b" * 1_800_000
+    out = check(
+        {"role": "user", "parts": [{"type": "text", "text": small}, {"type": "text", "text": big}]}
+    )
+    assert out["parts"][0]["text"] == small  # the largest part alone absorbs the overflow
+    assert len(_kept(out, 1)) > 1_690_000
+    (record,) = out["metadata"]["mindstore"]["truncated"]
+    assert record["part"] == 1 and record["kept_chars"] == len(_kept(out, 1))

@@ -5,13 +5,17 @@ Thin over the public API: every command opens the store named by ``--db`` (a pat
 tables and colour on a terminal, plain text when piped, JSON with ``--json``.
 
 Exit codes: 0 success; 1 error (one line on stderr, no traceback); 2 usage error.
-Read commands never create a database: a missing SQLite file is an error.
+Arguments (namespace, session ids, message ids) are checked before the store is opened.
+Read commands open a SQLite file read-only: they never create, migrate or change a file, and a
+missing or empty file is "no mindstore database". Human output shows control characters in
+stored text visibly (``␛`` for ESC …) so stored content cannot drive the terminal; ``--json``
+prints the stored text exactly. Anything unexpected still becomes one line on stderr (exit 1)
+that asks for a bug report — never a traceback.
 """
 
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import os
 import sqlite3
@@ -32,11 +36,21 @@ from rich.tree import Tree
 from mindstore import __version__
 from mindstore.errors import MindstoreError, SessionNotFoundError
 from mindstore.search import parse_query
+from mindstore.store._checks import check_id, check_name
 from mindstore.store.base import SessionKey, Store
 from mindstore.tokens import estimate_string_tokens
 
-from .render import TreeNode, build_tree, flatten_tree, message_preview, shorten, to_jsonable
-from .transfer import export_lines, import_data, parse_export, read_export
+from .render import (
+    TreeNode,
+    build_tree,
+    flatten_tree,
+    message_preview,
+    plural,
+    shorten,
+    to_jsonable,
+    visible,
+)
+from .transfer import decode_lines, export_lines, import_data, parse_export, read_export
 
 __all__ = ["cli", "main"]
 
@@ -86,6 +100,10 @@ class _Group(click.Group):
         except OSError as exc:
             where = f": {exc.filename}" if exc.filename else ""
             raise CliError(f"{exc.strerror or exc}{where}") from None
+        except Exception as exc:
+            # Last resort: every known failure is handled above or where it happens; anything
+            # else is a bug, but the user still gets one line, not a traceback.
+            raise CliError(_internal_error(exc)) from None
 
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:
@@ -96,6 +114,24 @@ def _env() -> Env:
     env = click.get_current_context().find_object(Env)
     assert env is not None
     return env
+
+
+def _checked(check: Callable[[Any, str], str], value: str, what: str) -> str:
+    """An argument checked as the store would check it — but before the store is opened."""
+    try:
+        return check(value, what)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _namespace(env: Env) -> str:
+    return _checked(check_name, env.namespace, "--namespace")
+
+
+def _key(env: Env, session: str) -> SessionKey:
+    return SessionKey(
+        namespace=_namespace(env), session_id=_checked(check_name, session, "SESSION")
+    )
 
 
 def _set_json(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -127,17 +163,21 @@ class Out:
         self.terminal = self.console.is_terminal
         if not self.terminal:
             self.console = Console(highlight=False, soft_wrap=True, no_color=True, width=10_000)
-        self.err = Console(stderr=True, highlight=False)
+        self.err = Console(stderr=True, highlight=False, markup=False)
 
     def json(self, value: Any) -> None:
-        click.echo(json.dumps(to_jsonable(value), ensure_ascii=False, indent=2))
+        # Machine output is UTF-8 whatever the locale says (bytes go to the binary stream).
+        text = json.dumps(to_jsonable(value), ensure_ascii=False, indent=2) + "\n"
+        click.echo(text.encode("utf-8"), nl=False)
 
     def table(
         self, columns: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None
     ) -> None:
-        rows = [[("" if v is None else v) for v in row] for row in rows]
+        rows = [[_visible_cell("" if v is None else v) for v in row] for row in rows]
         if self.terminal:
-            table = Table(title=title, title_justify="left", header_style="bold")
+            # Text, not str: a title holding user input must not be read as rich markup.
+            heading = Text(visible(title)) if title is not None else None
+            table = Table(title=heading, title_justify="left", header_style="bold")
             for col in columns:
                 table.add_column(col, overflow="fold")
             for row in rows:
@@ -150,6 +190,12 @@ class Out:
 
     def print(self, *items: Any) -> None:
         self.console.print(*items)
+
+
+def _visible_cell(value: Any) -> Any:
+    if isinstance(value, Text):
+        return Text(visible(value.plain), style=value.style)
+    return visible(str(value))
 
 
 def _when(dt: datetime | None) -> str:
@@ -177,8 +223,12 @@ def _sqlite_path(url: str) -> Path | None:
 
 
 @asynccontextmanager
-async def opened(env: Env, *, create: bool = False) -> AsyncIterator[Store]:
-    """Open ``env.db``; without ``create`` a missing SQLite file is an error."""
+async def opened(
+    env: Env, *, create: bool = False, read_only: bool = False
+) -> AsyncIterator[Store]:
+    """Open ``env.db``; without ``create`` a missing SQLite file is an error. ``read_only``
+    (the read commands) opens SQLite with ``mode=ro`` and PostgreSQL with read-only
+    transactions: nothing is created, migrated or changed."""
     from mindstore.store import open_store
 
     path = _sqlite_path(env.db)
@@ -187,13 +237,28 @@ async def opened(env: Env, *, create: bool = False) -> AsyncIterator[Store]:
             raise CliError(f"{path} is a directory, not a database file")
         if not create and not path.exists():
             raise CliError(
-                f"no database at {path} (pass --db PATH|URL or set MINDSTORE_DB; "
+                f"no mindstore database at {path} (pass --db PATH|URL or set MINDSTORE_DB; "
                 "`mindstore demo --db PATH` creates a sample one)"
             )
     try:
-        store = await open_store(env.db)
-    except MindstoreError:
-        raise
+        if read_only and path is not None:
+            from mindstore.store.sqlite import SQLiteStore
+
+            # Read commands never create, migrate or change the file.
+            # Opened now (what `async with` does): an empty or foreign file fails here.
+            store: Store = await SQLiteStore(path, read_only=True).__aenter__()
+        elif read_only and env.db.startswith(("postgresql://", "postgres://")):
+            store = await open_store(env.db, read_only=True)
+        else:
+            store = await open_store(env.db)
+    except MindstoreError as exc:
+        hint = (
+            " (pass --db PATH|URL or set MINDSTORE_DB; `mindstore demo --db PATH` creates a "
+            "sample one)"
+            if "no mindstore database" in str(exc)
+            else ""
+        )
+        raise CliError(" ".join(str(exc).split()) + hint) from None
     except ValueError as exc:
         raise CliError(str(exc)) from None
     try:
@@ -238,6 +303,12 @@ def cli(ctx: click.Context, db: str, namespace: str, as_json: bool) -> None:
     Inspect and operate a store: conversations (branching trees), search, context blocks,
     frozen prompts, export/import. Start with `mindstore demo`.
     """
+    # A terminal whose locale cannot encode some stored text (ASCII, Latin-1) gets escapes
+    # instead of a UnicodeEncodeError half-way through the output.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     source = ctx.get_parameter_source("namespace")
     ctx.obj = Env(
         db=db,
@@ -252,7 +323,20 @@ def cli(ctx: click.Context, db: str, namespace: str, as_json: bool) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point."""
-    cli.main(args=list(argv) if argv is not None else None, prog_name="mindstore")
+    try:
+        cli.main(args=list(argv) if argv is not None else None, prog_name="mindstore")
+    except Exception as exc:
+        # Outside a command (argument parsing, start-up): the same promise, one line, exit 1.
+        click.echo(f"Error: {_internal_error(exc)}", err=True)
+        sys.exit(1)
+
+
+def _internal_error(exc: BaseException) -> str:
+    detail = " ".join(str(exc).split())[:200]
+    return (
+        f"unexpected internal error ({type(exc).__name__}: {detail}); this is a bug in "
+        "mindstore — please report it with the command you ran"
+    )
 
 
 # ---- demo ------------------------------------------------------------------------------------
@@ -301,23 +385,32 @@ def demo(demo_db: str | None) -> None:
 def sessions(limit: int) -> None:
     """List the sessions of the namespace, most recently updated first."""
     env = _env()
+    namespace = _namespace(env)
 
-    async def go() -> list[Any]:
-        async with opened(env) as store:
+    async def go() -> tuple[list[Any], bool]:
+        async with opened(env, read_only=True) as store:
             out: list[Any] = []
             before: str | None = None
             while True:
-                page_size = 200 if limit == 0 else min(200, limit - len(out))
-                page = await store.list_sessions(env.namespace, limit=page_size, before=before)
+                # One more than asked for, to tell whether more pages exist.
+                page_size = 200 if limit == 0 else min(200, limit + 1 - len(out))
+                page = await store.list_sessions(namespace, limit=page_size, before=before)
                 out.extend(page)
-                if len(page) < page_size or (limit and len(out) >= limit):
-                    return out
+                if len(page) < page_size or (limit and len(out) > limit):
+                    more = bool(limit) and len(out) > limit
+                    return (out[:limit] if limit else out), more
                 before = page[-1].id
 
-    infos = _run(go())
+    infos, more = _run(go())
     out = Out()
+    note = (
+        f"showing the {plural(limit, 'most recent session')}; more exist "
+        "(--limit N for more, --limit 0 for all)"
+    )
     if env.json:
         out.json(infos)
+        if more:
+            out.err.print(note)
         return
     if not infos:
         out.err.print(f"no sessions in namespace {env.namespace!r}")
@@ -338,6 +431,8 @@ def sessions(limit: int) -> None:
         ],
         title=f"sessions in {env.namespace!r}",
     )
+    if more:
+        out.err.print(note)
 
 
 # ---- history ---------------------------------------------------------------------------------
@@ -351,12 +446,14 @@ def sessions(limit: int) -> None:
 def history(session: str, leaf: str | None, raw: bool) -> None:
     """Print the root→leaf path of SESSION (the latest branch unless --leaf)."""
     env = _env()
+    key = _key(env, session)
+    if leaf is not None:
+        _checked(check_id, leaf, "--leaf")
 
     async def go() -> list[dict[str, Any]]:
         from mindstore.session import Session
 
-        async with opened(env) as store:
-            key = SessionKey(namespace=env.namespace, session_id=session)
+        async with opened(env, read_only=True) as store:
             await _require_session(store, key)
             if raw:
                 return [r.message for r in await store.path(key, leaf)]
@@ -369,12 +466,12 @@ def history(session: str, leaf: str | None, raw: bool) -> None:
         return
     for m in messages:
         comp = (m.get("metadata") or {}).get("compaction")
-        head = Text.assemble(_role(str(m.get("role"))), " ", (str(m.get("id")), "dim"))
+        head = Text.assemble(_role(str(m.get("role"))), " ", (visible(str(m.get("id"))), "dim"))
         if comp:
             head.append(f"  [summary of {comp.get('from')}..{comp.get('to')}]", style="magenta")
         out.print(head)
         body = message_preview(m) if not out.terminal else message_preview(m, 2000)
-        out.print(Text("  " + body))
+        out.print(Text("  " + visible(body)))
     if not messages:
         out.err.print("(empty session)")
 
@@ -383,8 +480,8 @@ def history(session: str, leaf: str | None, raw: bool) -> None:
 
 
 def _tree_label(node: TreeNode, width: int) -> Text:
-    label = Text.assemble(_role(node.role), " ", (node.id, "dim"), " ")
-    label.append(shorten(node.preview, width), style="dim" if node.compactions else "")
+    label = Text.assemble(_role(visible(node.role)), " ", (visible(node.id), "dim"), " ")
+    label.append(visible(shorten(node.preview, width)), style="dim" if node.compactions else "")
     for cid in node.starts:
         label.append(f"  ⟦ compaction #{cid} from here", style="magenta")
     for cid in node.ends:
@@ -398,15 +495,21 @@ def _tree_label(node: TreeNode, width: int) -> Text:
 
 @cli.command()
 @click.argument("session")
-@click.option("--width", default=80, show_default=True, help="Characters of text per message.")
+@click.option(
+    "--width",
+    default=80,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Characters of text per message.",
+)
 @json_option
 def tree(session: str, width: int) -> None:
     """Draw every branch of SESSION, with compaction overlays marked."""
     env = _env()
+    key = _key(env, session)
 
     async def go() -> tuple[list[TreeNode], list[Any]]:
-        async with opened(env) as store:
-            key = SessionKey(namespace=env.namespace, session_id=session)
+        async with opened(env, read_only=True) as store:
             await _require_session(store, key)
             rows = await store.all_messages(key)
             comps = await store.get_compactions(key)
@@ -425,7 +528,7 @@ def tree(session: str, width: int) -> None:
             }
         )
         return
-    top = Tree(Text(f"session {session}", style="bold"))
+    top = Tree(Text(f"session {visible(session)}", style="bold"))
     # Iterative walk (conversations can be deeper than Python's recursion limit). A chain is
     # drawn flat; at a branch point each child's chain gets its own numbered sub-tree.
     stack: list[tuple[Tree, TreeNode]] = [(top, r) for r in reversed(roots)]
@@ -470,19 +573,22 @@ def tree(session: str, width: int) -> None:
 @click.option(
     "--session", "session_ids", multiple=True, metavar="ID", help="Only this session (repeatable)."
 )
-@click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1))
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1, max=10_000))
 @json_option
 def search(query: str, session_ids: tuple[str, ...], limit: int) -> None:
     """Full-text search over the namespace: words, "quoted phrases", prefix*."""
     env = _env()
+    namespace = _namespace(env)
+    for sid in session_ids:
+        _checked(check_name, sid, "--session")
 
     async def go() -> list[Any]:
-        async with opened(env) as store:
+        async with opened(env, read_only=True) as store:
             parsed = parse_query(query)
             if parsed.empty:
                 return []
             return await store.search(
-                env.namespace, parsed, session_ids=list(session_ids) or None, limit=limit
+                namespace, parsed, session_ids=list(session_ids) or None, limit=limit
             )
 
     hits = _run(go())
@@ -512,10 +618,10 @@ def search(query: str, session_ids: tuple[str, ...], limit: int) -> None:
 def prompt(session: str) -> None:
     """Print the frozen system prompt persisted for SESSION."""
     env = _env()
+    key = _key(env, session)
 
     async def go() -> str:
-        async with opened(env) as store:
-            key = SessionKey(namespace=env.namespace, session_id=session)
+        async with opened(env, read_only=True) as store:
             text = await store.get_prompt(key)
             if text is None:
                 await _require_session(store, key)
@@ -529,7 +635,7 @@ def prompt(session: str) -> None:
     if _env().json:
         Out().json({"session_id": session, "prompt": text})
     else:
-        click.echo(text)
+        click.echo(visible(text, keep_lines=True))
 
 
 @cli.command()
@@ -538,11 +644,11 @@ def prompt(session: str) -> None:
 def blocks(session: str) -> None:
     """List the stored context blocks SESSION sees (its own and namespace-wide ones)."""
     env = _env()
+    key = _key(env, session)
 
     async def go() -> list[dict[str, Any]]:
-        async with opened(env) as store:
-            key = SessionKey(namespace=env.namespace, session_id=session)
-            found = await store.list_blocks(env.namespace, session)
+        async with opened(env, read_only=True) as store:
+            found = await store.list_blocks(key.namespace, session)
             own = [b for b in found if b[0].session_id is not None]
             if not own:
                 await _require_session(store, key)
@@ -587,18 +693,24 @@ def blocks(session: str) -> None:
 def export(session: str, output: str) -> None:
     """Write SESSION as JSON Lines: messages with parents, overlays, blocks, skills, prompt."""
     env = _env()
+    key = _key(env, session)
 
     async def go() -> list[dict[str, Any]]:
-        async with opened(env) as store:
-            key = SessionKey(namespace=env.namespace, session_id=session)
+        async with opened(env, read_only=True) as store:
             await _require_session(store, key)
             return await read_export(store, key)
 
     records = _run(go())
     if output == "-":
-        for line in export_lines(records):
-            sys.stdout.write(line)
+        # The format is UTF-8 JSON Lines whatever the terminal's locale.
         sys.stdout.flush()
+        binary = getattr(sys.stdout, "buffer", None)
+        for line in export_lines(records):
+            if binary is not None:
+                binary.write(line.encode("utf-8"))
+            else:  # pragma: no cover - a text-only stdout replaced by the embedding program
+                sys.stdout.write(line)
+        (binary or sys.stdout).flush()
         return
     target = Path(output)
     tmp = target.with_name(target.name + ".part")
@@ -620,10 +732,11 @@ def export(session: str, output: str) -> None:
     if env.json:
         out.json(summary)
     else:
-        out.err.print(
-            f"exported {session!r}: {summary['messages']} messages, "
-            f"{summary['compactions']} compactions, {summary['blocks']} blocks → {target}"
-        )
+        out.err.print(f"exported {session!r}: {_counts(summary)} → {target}", markup=False)
+
+
+def _counts(summary: dict[str, Any]) -> str:
+    return ", ".join(plural(summary[k], k[:-1]) for k in ("messages", "compactions", "blocks"))
 
 
 PROGRESS_MIN_BYTES = 1_000_000
@@ -662,11 +775,17 @@ def import_(file: str, session_id: str | None) -> None:
     """
     env = _env()
     out = Out()
+    # Checked before the file is read and before the store is opened: nothing is touched.
+    if session_id is not None:
+        _checked(check_name, session_id, "--session")
+    namespace = _namespace(env) if env.namespace_given else None
+    # Read as bytes and decoded line by line (decode_lines), so a byte that is not UTF-8 is
+    # reported with its line number, and a byte-order mark at the start is accepted.
     if file == "-":
-        stream: IO[str] = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", newline="")
+        stream: IO[bytes] = sys.stdin.buffer
         size = 0
     else:
-        stream = open(file, encoding="utf-8", newline="")  # noqa: SIM115 - closed below
+        stream = open(file, "rb")  # noqa: SIM115 - closed below
         size = os.fstat(stream.fileno()).st_size
     try:
         if _progress_enabled(size, PROGRESS_MIN_BYTES):
@@ -674,18 +793,12 @@ def import_(file: str, session_id: str | None) -> None:
 
             with Progress(console=Console(stderr=True), transient=True) as bar:
                 task = bar.add_task("validating", total=size)
-                data = parse_export(stream, progress=lambda n: bar.advance(task, n))
+                data = parse_export(decode_lines(stream, progress=lambda n: bar.advance(task, n)))
         else:
-            data = parse_export(stream)
-    except UnicodeDecodeError as exc:
-        raise CliError(f"{file}: not UTF-8 text ({exc.reason})") from None
+            data = parse_export(decode_lines(stream))
     finally:
-        if file == "-":
-            stream.detach()  # type: ignore[attr-defined]  # leave sys.stdin open
-        else:
+        if file != "-":
             stream.close()
-
-    namespace = env.namespace if env.namespace_given else None
 
     async def go() -> SessionKey:
         async with opened(env, create=True) as store:
@@ -715,9 +828,8 @@ def import_(file: str, session_id: str | None) -> None:
         out.json(summary)
     else:
         out.err.print(
-            f"imported {key.session_id!r} into namespace {key.namespace!r}: "
-            f"{summary['messages']} messages, {summary['compactions']} compactions, "
-            f"{summary['blocks']} blocks"
+            f"imported {key.session_id!r} into namespace {key.namespace!r}: {_counts(summary)}",
+            markup=False,
         )
 
 
@@ -731,7 +843,7 @@ def stats() -> None:
     env = _env()
 
     async def go() -> dict[str, int]:
-        async with opened(env) as store:
+        async with opened(env, read_only=True) as store:
             return await store.stats()
 
     counts = _run(go())

@@ -21,9 +21,36 @@ __all__ = [
     "covered_ids",
     "flatten_tree",
     "message_preview",
+    "plural",
     "shorten",
     "to_jsonable",
+    "visible",
 ]
+
+# C0 controls and DEL → their Unicode "control pictures" (ESC → ␛), one character each so
+# widths are kept; C1 controls and the bidirectional overrides/isolates (which can make text
+# read differently from what is stored) → a visible ``\xNN`` / ``\uNNNN`` escape.
+_VISIBLE: dict[int, str] = {c: chr(0x2400 + c) for c in range(0x20)}
+_VISIBLE[0x7F] = "\u2421"
+_VISIBLE.update({c: f"\\x{c:02x}" for c in range(0x80, 0xA0)})
+_VISIBLE.update(
+    {c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F)}
+)
+_VISIBLE_KEEP_LINES = {c: v for c, v in _VISIBLE.items() if c not in (0x09, 0x0A)}
+
+
+def visible(text: str, *, keep_lines: bool = False) -> str:
+    """``text`` with every control character shown visibly instead of acted on by a terminal:
+    ESC becomes ``␛`` (so ANSI/OSC sequences stored in a message cannot recolour, retitle or
+    clear the screen), other C0 controls their control pictures, C1 controls and bidi
+    overrides ``\\x9b``/``\\u202e``. ``keep_lines`` leaves newlines and tabs as they are
+    (multi-line output such as a prompt). For human output only; ``--json`` stays exact."""
+    return text.translate(_VISIBLE_KEEP_LINES if keep_lines else _VISIBLE)
+
+
+def plural(n: int, noun: str) -> str:
+    """``1 message``, ``2 messages``, ``0 compactions``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def shorten(text: str, width: int) -> str:

@@ -25,19 +25,30 @@ ones, in the same order), and keyed entries of searchable/skill collections (the
 block label, not to a session). Everything else round-trips: export → import into an empty store
 → export gives an identical file.
 
-Import validates the whole file before writing anything; the first problem is reported as
-``line N: <what>``. The session must not exist yet in the target namespace.
+Import validates the whole file before writing anything — JSON, structure, and every name, text
+and counter exactly as the store will check it — so the store is never the first to object; the
+first problem is reported as ``line N: <what>`` (also for bytes that are not UTF-8, through
+:func:`decode_lines`; a byte-order mark at the start is accepted). The session must not exist
+yet in the target namespace.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from mindstore.errors import ConflictError, InvalidMessageError, MindstoreError
 from mindstore.messages import validate_message
+from mindstore.store._checks import (
+    check_entry_key,
+    check_key,
+    check_name,
+    check_text,
+    metadata_json,
+)
 from mindstore.store.base import NewMessage, ScopeKey, SessionKey, Store, StoredMessage
 
 __all__ = [
@@ -45,6 +56,7 @@ __all__ = [
     "VERSION",
     "ExportData",
     "ExportFormatError",
+    "decode_lines",
     "export_lines",
     "import_data",
     "parse_export",
@@ -181,8 +193,72 @@ class ExportData:
     prompt: str | None = None
 
 
+MAX_INT = 2**63 - 1
+"""Counters (tokens, usage) must fit a signed 64-bit column on every backend."""
+
+
 def _fail(line: int, what: str) -> ExportFormatError:
     return ExportFormatError(f"line {line}: {what}")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _loads(text: str, line: int) -> Any:
+    """One JSON line; every way it can fail becomes ``line N: …`` (never a raw exception)."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise _fail(line, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise _fail(line, "JSON nested too deeply to read") from None
+    except ValueError as exc:  # NaN/Infinity, integers longer than Python's digit limit
+        raise _fail(line, f"not valid JSON ({' '.join(str(exc).split())[:120]})") from None
+
+
+def _checked(line: int, check: Callable[..., Any], *args: Any) -> Any:
+    """A store argument check run at parse time, its error as ``line N: …``."""
+    try:
+        return check(*args)
+    except (ValueError, TypeError) as exc:
+        raise _fail(line, str(exc)) from None
+
+
+def _count(value: Any, name: str, line: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_INT:
+        raise _fail(line, f"{name!r} must be an integer from 0 to 2**63-1, got {value!r:.40}")
+    return value
+
+
+def _check_session(session: dict[str, Any], line: int) -> None:
+    """The registry fields the import will write, checked as the store will check them."""
+    for name in ("name", "model", "source", "end_reason", "parent_session_id"):
+        value = session.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise _fail(line, f"session {name!r} must be a string or null")
+        if name == "parent_session_id":
+            _checked(line, check_name, value, "session 'parent_session_id'")
+        else:
+            _checked(line, check_text, value, f"session {name!r}")
+    metadata = session.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise _fail(line, "session 'metadata' must be an object or null")
+    _checked(line, metadata_json, metadata)
+    for name in ("input_tokens", "output_tokens"):
+        if session.get(name) is not None:
+            _count(session[name], f"session {name}", line)
+    cost = session.get("estimated_cost")
+    if cost is not None and (
+        isinstance(cost, bool)
+        or not isinstance(cost, int | float)
+        or not math.isfinite(cost)
+        or cost < 0
+        or cost > 1e300
+    ):
+        raise _fail(line, f"session 'estimated_cost' must be a non-negative number, got {cost!r}")
 
 
 def _req(rec: dict[str, Any], name: str, types: type | tuple[type, ...], line: int) -> Any:
@@ -198,11 +274,38 @@ def _tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
     return types if isinstance(types, tuple) else (types,)
 
 
+def _name(rec: dict[str, Any], name: str, line: int) -> str:
+    """A namespace, session id or label, checked as the store checks it."""
+    return str(_checked(line, check_name, _req(rec, name, str, line), repr(name)))
+
+
 def _nonempty_str(rec: dict[str, Any], name: str, line: int) -> str:
     value = _req(rec, name, str, line)
     if not value:
         raise _fail(line, f"{name!r} is empty")
     return str(value)
+
+
+def decode_lines(
+    binary: Iterable[bytes], *, progress: Callable[[int], None] | None = None
+) -> Iterator[str]:
+    """The lines of a binary stream as text: UTF-8, a byte-order mark at the very start
+    skipped. ``progress(n)`` gets the bytes of each line.
+
+    Raises:
+        ExportFormatError: ``line N: not UTF-8 text …``.
+    """
+    for lineno, raw in enumerate(binary, start=1):
+        if progress is not None:
+            progress(len(raw))
+        if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _fail(
+                lineno, f"not UTF-8 text ({exc.reason} at byte {exc.start + 1} of the line)"
+            ) from None
 
 
 def parse_export(
@@ -228,13 +331,10 @@ def parse_export(
     for lineno, raw in enumerate(lines, start=1):
         if progress is not None:
             progress(len(raw))
-        text = raw.strip()
+        text = (raw.removeprefix("\ufeff") if lineno == 1 else raw).strip()
         if not text:
             continue
-        try:
-            rec = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise _fail(lineno, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+        rec = _loads(text, lineno)
         if not isinstance(rec, dict):
             raise _fail(lineno, f"expected a JSON object, got {type(rec).__name__}")
         kind = rec.get("kind")
@@ -256,16 +356,15 @@ def parse_export(
                 unknown = set(session) - set(_SESSION_FIELDS)
                 if unknown:
                     raise _fail(lineno, f"unknown session field(s) {sorted(unknown)}")
+                _check_session(session, lineno)
             for count in ("messages", "compactions", "blocks", "skills"):
-                v = rec.get(count)
-                if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                    raise _fail(lineno, f"header {count!r} must be a non-negative integer")
+                _count(rec.get(count), f"header {count}", lineno)
             if not isinstance(rec.get("prompt"), bool):
                 raise _fail(lineno, "header 'prompt' must be true or false")
             header = rec
             data = ExportData(
-                namespace=_nonempty_str(rec, "namespace", lineno),
-                session_id=_nonempty_str(rec, "session_id", lineno),
+                namespace=_name(rec, "namespace", lineno),
+                session_id=_name(rec, "session_id", lineno),
                 session=session,
             )
             continue
@@ -283,15 +382,15 @@ def parse_export(
             scope = _req(rec, "scope", str, lineno)
             if scope not in ("session", "namespace"):
                 raise _fail(lineno, f"block scope must be 'session' or 'namespace', got {scope!r}")
-            label = _nonempty_str(rec, "label", lineno)
-            _req(rec, "content", str, lineno)
+            label = _name(rec, "label", lineno)
+            _checked(lineno, check_text, _req(rec, "content", str, lineno), "block content")
             if (scope, label) in block_keys:
                 raise _fail(lineno, f"duplicate block {label!r}")
             block_keys.add((scope, label))
             data.blocks.append(rec)
         elif kind == "skill":
-            label = _nonempty_str(rec, "label", lineno)
-            key = _nonempty_str(rec, "key", lineno)
+            label = _name(rec, "label", lineno)
+            key = _checked(lineno, check_entry_key, _req(rec, "key", str, lineno))
             _req(rec, "loaded", bool, lineno)
             _req(rec, "unloaded", bool, lineno)
             after = rec.get("unloaded_after")
@@ -304,7 +403,7 @@ def parse_export(
         else:
             if data.prompt is not None:
                 raise _fail(lineno, "more than one prompt record")
-            data.prompt = _req(rec, "prompt", str, lineno)
+            data.prompt = _checked(lineno, check_text, _req(rec, "prompt", str, lineno), "prompt")
     if data is None:
         raise _fail(max(lineno, 1), "empty file: no mindstore export header")
     for name, got in (
@@ -347,9 +446,7 @@ def _parse_message(
     parent = rec["parent_id"]
     if parent is not None and (not isinstance(parent, str) or parent not in seen):
         raise _fail(line, f"parent_id {parent!r} is not an earlier message in the file")
-    tokens = _req(rec, "tokens", int, line)
-    if tokens < 0:
-        raise _fail(line, "'tokens' must not be negative")
+    tokens = _count(_req(rec, "tokens", int, line), "tokens", line)
     seen.add(mid)
     parents[mid] = parent
     data.messages.append(NewMessage(message=checked, parent=parent, tokens=tokens))
@@ -378,7 +475,7 @@ def _parse_compaction(
         current = parents.get(current)
     if current is None:
         raise _fail(line, f"compaction range {frm!r}..{to!r} is not on one path")
-    _req(rec, "summary", str, line)
+    _checked(line, check_text, _req(rec, "summary", str, line), "summary")
     sb = rec.get("superseded_by")
     if sb is not None and (not isinstance(sb, int) or isinstance(sb, bool) or sb <= ref):
         raise _fail(line, f"superseded_by must be a later compaction ref or null, got {sb!r}")
@@ -404,12 +501,18 @@ async def import_data(
     ``progress(n)`` is called with the number of messages written per batch.
 
     Raises:
+        InvalidKeyError: ``namespace`` or ``session_id`` is not a valid name (e.g. empty).
         ConflictError: the target session already exists, or a namespace block of the same
             label holds different content. Nothing was written.
         MindstoreError: a store failure while writing; what was written is removed again.
     """
-    key = SessionKey(
-        namespace=namespace or data.namespace, session_id=session_id or data.session_id
+    # An explicit empty (or otherwise invalid) namespace or session id is refused, never
+    # silently replaced by the file's.
+    key = check_key(
+        SessionKey(
+            namespace=data.namespace if namespace is None else namespace,
+            session_id=data.session_id if session_id is None else session_id,
+        )
     )
     if await store.get_session(key) is not None or await store.latest_leaf(key) is not None:
         raise ConflictError(

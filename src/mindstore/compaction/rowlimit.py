@@ -6,8 +6,11 @@ first and only as far as needed, in this order:
 
 1. tool outputs, to about :data:`TOOL_OUTPUT_CHARS` characters of JSON, keeping their shape
    (see :func:`~mindstore.compaction.truncation.shrink_json`);
-2. text and reasoning parts, to
-   ``[Text truncated for storage (N chars). First 500 chars: ...]``;
+2. text and reasoning parts, largest first, each cut only as far as needed: the part keeps as
+   much of the start of its text as fits under the limit, followed by a marker
+   ``[Text truncated for storage: kept the first K of N chars; M chars cut]`` (at least
+   :data:`TEXT_PREVIEW_CHARS` characters are kept) — so a text just over the limit loses only
+   its end, not all but a preview;
 3. tool inputs and error texts (shape kept);
 4. any other large part field (file data URLs, unknown part types, provider metadata), keeping
    the part's ``type`` and ``toolCallId``/``toolName``;
@@ -16,8 +19,9 @@ first and only as far as needed, in this order:
 
 What was shrunk is recorded in ``metadata["mindstore"]["truncated"]``: a list of
 ``{"part": index, "field": name, "chars": original JSON size}`` (``"part": None`` for message
-metadata), plus ``metadata["mindstore"]["original_bytes"]``. A message that fits is returned
-unchanged (the same object).
+metadata; a cut text part adds ``"kept_chars": K``), plus
+``metadata["mindstore"]["original_bytes"]``. A message that fits is returned unchanged (the same
+object).
 """
 
 from __future__ import annotations
@@ -61,6 +65,49 @@ def _text_stub(text: str) -> str:
         f"[Text truncated for storage ({len(text)} chars). "
         f"First {TEXT_PREVIEW_CHARS} chars: {text[:TEXT_PREVIEW_CHARS]}]"
     )
+
+
+_RECORD_ROOM = 128
+"""Bytes set aside for a text cut's record in metadata when choosing how much text to keep."""
+
+
+def _cut_marker(kept: int, total: int) -> str:
+    return (
+        f"\n\n[Text truncated for storage: kept the first {kept} of {total} chars; "
+        f"{total - kept} chars cut]"
+    )
+
+
+def _cut_text(text: str, budget: int, text_bytes: int) -> tuple[str, int]:
+    """The longest ``text[:k] + marker`` whose JSON is at most ``budget`` UTF-8 bytes (``k`` at
+    least :data:`TEXT_PREVIEW_CHARS`), and ``k``.
+
+    A proportional first guess, then corrections: each character is 1 to 6 bytes of JSON, so
+    an overshoot of ``d`` bytes is removed by dropping ``d`` characters and spare room of ``d``
+    bytes can take at least ``d // 6`` more. A few measurements of the prefix, not a search.
+    ``text_bytes`` is the size of ``text``'s JSON (already known to the caller).
+    """
+    n = len(text)
+    floor = min(TEXT_PREVIEW_CHARS, n)
+
+    def size(k: int) -> int:
+        return _utf8_len(_json(text[:k] + _cut_marker(k, n)))
+
+    k = max(floor, min(n - 1, n * budget // max(1, text_bytes)))
+    for _ in range(32):
+        over = size(k) - budget
+        if over > 0:
+            if k <= floor:
+                return text[:floor] + _cut_marker(floor, n), floor
+            k = max(floor, k - over)
+            continue
+        step = (-over) // 6
+        if step < 1 or k >= n - 1:
+            break
+        k = min(n - 1, k + step)
+    while size(k) > budget and k > floor:  # pragma: no cover - the loop above converges
+        k -= 1
+    return text[:k] + _cut_marker(k, n), k
 
 
 class _Pieces:
@@ -187,8 +234,12 @@ class _Shrinker:
         self.current = self.size()
         return self.current <= self.max_bytes
 
-    def record(self, part: int | None, field: str, chars: int) -> None:
-        rec = {"part": part, "field": field, "chars": chars}
+    def record(
+        self, part: int | None, field: str, chars: int, kept_chars: int | None = None
+    ) -> None:
+        rec: dict[str, Any] = {"part": part, "field": field, "chars": chars}
+        if kept_chars is not None:
+            rec["kept_chars"] = kept_chars
         if len(self.records) < _MAX_RECORDS:
             self.current += _bytes(rec) + 1
         self.records.append(rec)
@@ -225,6 +276,38 @@ class _Shrinker:
             self.record(i, field, size)
         return self.fits()
 
+    def cut_texts(self, floor: int) -> bool:
+        """Cut text/reasoning parts longer than ``floor`` characters, largest first, each only
+        as far as the limit needs (keeping the start of the text); True when it fits."""
+        for _ in range(3):  # sizes are tracked incrementally; re-measure and go again if short
+            if self.fits():
+                return True
+            targets: list[tuple[int, int, str]] = []
+            for i, part in enumerate(self.parts):
+                if isinstance(part, dict) and part.get("type") in ("text", "reasoning"):
+                    value = part.get("text")
+                    if isinstance(value, str) and len(value) > floor:
+                        targets.append((self.pieces.chars(value), i, "text"))
+            targets.sort(key=lambda t: (-t[0], t[1]))
+            changed = False
+            for size, i, field in targets:
+                if self.current <= self.max_bytes:
+                    break
+                part = self.parts[i]
+                old = part[field]
+                old_bytes = self.pieces.bytes(old)
+                budget = old_bytes - (self.current - self.max_bytes) - _RECORD_ROOM
+                new, kept = _cut_text(old, budget, old_bytes)
+                if self.pieces.bytes(new) >= old_bytes:
+                    continue
+                self.parts[i] = {**part, field: new}
+                self.current += self.pieces.bytes(new) - old_bytes
+                self.record(i, field, size, kept)
+                changed = True
+            if not changed:
+                break
+        return self.fits()
+
 
 def _bytes(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
@@ -232,10 +315,6 @@ def _bytes(value: Any) -> int:
 
 def _tool_outputs(part: dict[str, Any]) -> list[str]:
     return ["output"] if is_tool_part(part) else []
-
-
-def _texts(part: dict[str, Any]) -> list[str]:
-    return ["text"] if part.get("type") in ("text", "reasoning") else []
 
 
 def _tool_inputs(part: dict[str, Any]) -> list[str]:
@@ -276,11 +355,6 @@ def _shrink(s: _Shrinker) -> _Shrinker:
     def shrink_tool(value: Any) -> Any:
         return shrink_json(value, TOOL_OUTPUT_CHARS)
 
-    def shrink_text(value: Any) -> Any:
-        if isinstance(value, str) and len(value) > TEXT_PREVIEW_CHARS + 100:
-            return _text_stub(value)
-        return value
-
     def shrink_other(value: Any) -> Any:
         if isinstance(value, str) and len(value) > TEXT_PREVIEW_CHARS + 100:
             return _text_stub(value)
@@ -289,7 +363,7 @@ def _shrink(s: _Shrinker) -> _Shrinker:
     floor = TOOL_OUTPUT_CHARS + 100
     if s.shrink_fields(_tool_outputs, shrink_tool, floor=floor):
         return s
-    if s.shrink_fields(_texts, shrink_text, floor=TEXT_PREVIEW_CHARS + 100):
+    if s.cut_texts(floor=TEXT_PREVIEW_CHARS + 100):
         return s
     if s.shrink_fields(_tool_inputs, shrink_tool, floor=floor):
         return s

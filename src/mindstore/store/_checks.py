@@ -31,10 +31,33 @@ SESSION_FIELDS: Final = frozenset({"name", "end_reason", "model", "source", "met
 """The registry fields ``Store.update_session`` may set."""
 
 
+def _encodable(value: str) -> bool:
+    """False for text UTF-8 cannot encode (lone surrogates, e.g. from undecodable argv bytes):
+    the drivers would raise a raw UnicodeEncodeError, and differently on each backend."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_name(value: Any, field: str) -> str:
-    """A namespace, session id or label: a non-empty string of ≤ 256 characters, no NUL."""
+    """A namespace, session id or label: a non-empty string of ≤ 256 characters, valid Unicode
+    (no lone surrogates), no NUL.
+
+    Raises:
+        InvalidKeyError: (also a ValueError) the same on every backend, before any I/O.
+    """
     if not isinstance(value, str) or not value or len(value) > 256 or "\x00" in value:
-        raise ValueError(f"{field} must be a non-empty string of at most 256 characters")
+        raise InvalidKeyError(
+            f"{field} must be a non-empty string of at most 256 characters without NUL, "
+            f"got {value!r:.80}"
+        )
+    if not _encodable(value):
+        raise InvalidKeyError(
+            f"{field} {value!r:.80} is not valid Unicode (it contains a lone surrogate, e.g. "
+            "from bytes that are not UTF-8); use valid text"
+        )
     return value
 
 
@@ -59,40 +82,51 @@ def check_scope(key: Any) -> tuple[str, str, str]:
 
 
 def check_id(value: Any, field: str = "message id") -> str:
+    """A message id argument. Raises InvalidMessageError (also a ValueError)."""
     if not isinstance(value, str) or not value or len(value) > 256 or "\x00" in value:
         raise InvalidMessageError(
             f"{field} must be a non-empty string of at most 256 characters, got {value!r:.80}"
+        )
+    if not _encodable(value):
+        raise InvalidMessageError(
+            f"{field} {value!r:.80} is not valid Unicode (it contains a lone surrogate)"
         )
     return value
 
 
 def check_entry_key(value: Any) -> str:
+    """A keyed-entry or skill key. Raises InvalidKeyError (also a ValueError)."""
     if not isinstance(value, str) or not value or len(value) > 512 or "\x00" in value:
         raise InvalidKeyError(
             f"entry key must be a non-empty string of at most 512 characters, got {value!r:.80}"
         )
+    if not _encodable(value):
+        raise InvalidKeyError(
+            f"entry key {value!r:.80} is not valid Unicode (it contains a lone surrogate)"
+        )
     return value
 
 
-def check_text(value: Any, field: str) -> str:
+def check_text(value: Any, field: str, error: type[ValueError] = ValueError) -> str:
     """Block, entry and prompt text: valid Unicode without NUL (PostgreSQL text cannot hold
-    NUL, so neither backend accepts it — the same input must behave the same everywhere)."""
+    NUL, so neither backend accepts it — the same input must behave the same everywhere).
+    ``error`` is the ValueError subclass raised for a bad value."""
     if not isinstance(value, str):
         raise TypeError(f"{field} must be a string, got {type(value).__name__}")
     if "\x00" in value:
-        raise ValueError(f"{field} must not contain NUL characters")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError(
-            f"{field} contains a lone surrogate; strings must be valid Unicode"
-        ) from None
+        raise error(f"{field} must not contain NUL characters")
+    if not _encodable(value):
+        raise error(f"{field} contains a lone surrogate; strings must be valid Unicode")
     return value
 
 
 def check_int(value: Any, field: str = "limit") -> int:
+    """An integer argument that fits the drivers' 64-bit integers (a larger one raised a raw
+    OverflowError from sqlite3)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{field} must be an integer, got {type(value).__name__}")
+    if not -(2**63) <= value < 2**63:
+        raise ValueError(f"{field} must fit in 64 bits, got {value}")
     return value
 
 
@@ -138,7 +172,8 @@ def check_session_fields(
             values[field] = metadata_json(value)
         else:
             if value is not None:
-                check_text(value, field)
+                # Names and labels of the registry: the library's typed error, like ids.
+                check_text(value, field, InvalidKeyError)
             values[field] = value
     return values
 

@@ -359,6 +359,7 @@ class PostgresStore:
         max_size: int = 10,
         connect_timeout: float = 30.0,
         settings: Mapping[str, str] | None = None,
+        read_only: bool = False,
     ) -> PostgresStore:
         """Migrate the database (under an advisory lock) and open a connection pool.
 
@@ -374,6 +375,9 @@ class PostgresStore:
                 ``set_config``, e.g. ``{"synchronous_commit": "off"}`` (commits no longer wait
                 for the WAL flush: much faster appends on slow disks; a server crash may lose
                 the last few commits, never corrupt or half-apply one).
+            read_only: only read an existing, current mindstore schema: nothing is created or
+                migrated (a missing or older schema raises StoreError) and every connection
+                runs with ``default_transaction_read_only`` on, so a write raises StoreError.
 
         Raises:
             MissingDependencyError: psycopg is missing (``pip install 'mindstore[postgres]'``).
@@ -402,7 +406,11 @@ class PostgresStore:
             if not isinstance(name, str) or not isinstance(value, str):
                 raise TypeError("settings must map setting names to string values")
 
-        await _migrate(dsn, schema, connect_timeout)
+        if read_only:
+            await _check_current(dsn, schema, connect_timeout)
+            config["default_transaction_read_only"] = "on"
+        else:
+            await _migrate(dsn, schema, connect_timeout)
 
         async def configure(conn: Conn) -> None:
             if schema is not None:
@@ -1625,6 +1633,46 @@ def _store_error(e: BaseException) -> StoreError:
         return StoreError(f"no PostgreSQL connection available: {e}")
     detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     return StoreError(f"PostgreSQL error: {detail}")
+
+
+async def _check_current(dsn: str, schema: str | None, connect_timeout: float) -> None:
+    """For a read-only open: the schema must exist at LATEST_VERSION; nothing is written."""
+    where = f"schema {schema!r}" if schema else "the default schema"
+    try:
+        conn = await psycopg.AsyncConnection.connect(
+            dsn, connect_timeout=max(1, int(connect_timeout)), autocommit=True
+        )
+    except psycopg.Error as e:
+        raise StoreError(f"cannot connect to PostgreSQL at {_redact(dsn)}: {e}") from e
+    try:
+        async with conn:
+            if schema is not None:
+                await conn.execute(
+                    pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(schema))
+                )
+            cur = await conn.execute("SELECT to_regclass('mindstore_schema') IS NOT NULL")
+            row = await cur.fetchone()
+            version = 0
+            if row is not None and row[0]:
+                cur = await conn.execute("SELECT version FROM mindstore_schema")
+                vrow = await cur.fetchone()
+                version = int(vrow[0]) if vrow is not None else 0
+    except psycopg.Error as e:
+        raise StoreError(f"reading the mindstore schema version failed: {e}") from e
+    if version == 0:
+        raise StoreError(
+            f"no mindstore database at {_redact(dsn)} ({where} has no mindstore tables)"
+        )
+    if version > LATEST_VERSION:
+        raise SchemaVersionError(
+            f"the mindstore {where} is at version {version}, but this mindstore only "
+            f"understands up to {LATEST_VERSION}: upgrade mindstore to open it"
+        )
+    if version < LATEST_VERSION:
+        raise StoreError(
+            f"the mindstore {where} is at version {version}, older than this mindstore's "
+            f"{LATEST_VERSION}; open it once without read_only to upgrade it"
+        )
 
 
 async def _migrate(dsn: str, schema: str | None, connect_timeout: float) -> None:

@@ -10,7 +10,10 @@ Behaviour and invariants
   written (the file is untouched). Then WAL mode, ``foreign_keys=ON``, ``busy_timeout`` and
   ``synchronous`` (``NORMAL`` by default: durable against process crashes, the last commits may
   be lost on power loss; ``FULL`` also survives power loss) are set and pending migrations
-  (:mod:`.migrations`) run in one ``BEGIN IMMEDIATE`` transaction.
+  (:mod:`.migrations`) run in one ``BEGIN IMMEDIATE`` transaction. ``read_only=True`` opens
+  an existing, current database through a ``file:…?mode=ro`` URI with ``query_only`` on and
+  skips all of that: it never creates, migrates or writes a file (the CLI's read commands use
+  it), and refuses a missing, empty or older-schema file with ``StoreError``.
 * **Transactions.** The connection runs in autocommit mode (``isolation_level=None``); every
   write method is exactly one explicit ``BEGIN IMMEDIATE … COMMIT``, so the write lock is taken
   up front: an auto-parented append reads the session's leaf pointer and inserts under the same
@@ -126,6 +129,7 @@ import sqlite3
 import threading
 import time
 import types
+import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -554,6 +558,12 @@ class SQLiteStore:
             (commits also survive power loss, slower).
         busy_timeout: seconds to wait for another process's write lock before raising
             :class:`~mindstore.errors.StoreError`.
+        read_only: open an existing mindstore file for reading only (a ``file:…?mode=ro``
+            URI): nothing is ever created, migrated or written — the file's bytes stay as they
+            were. A missing file, a file that is not a mindstore database (e.g. empty) or one
+            with an older schema raises :class:`~mindstore.errors.StoreError` on open; every
+            write method raises :class:`~mindstore.errors.StoreError`. Used by the CLI's read
+            commands.
 
     The constructor does no I/O; the database is opened (and migrated) on first use.
     """
@@ -564,6 +574,7 @@ class SQLiteStore:
         *,
         synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
         busy_timeout: float = 30.0,
+        read_only: bool = False,
     ) -> None:
         if not isinstance(path, str | os.PathLike):
             raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
@@ -576,6 +587,9 @@ class SQLiteStore:
         ):
             raise ValueError("busy_timeout must be a non-negative number of seconds")
         self._path = os.fspath(path)
+        if read_only and self._path == ":memory:":
+            raise ValueError("read_only needs a database file; ':memory:' starts empty")
+        self._read_only = bool(read_only)
         self._synchronous = synchronous
         self._busy_timeout = float(busy_timeout)
         self._conn: sqlite3.Connection | None = None
@@ -584,7 +598,8 @@ class SQLiteStore:
         self._first_rows = _FirstRows()
 
     def __repr__(self) -> str:
-        return f"SQLiteStore({self._path!r})"
+        ro = ", read_only=True" if self._read_only else ""
+        return f"SQLiteStore({self._path!r}{ro})"
 
     @property
     def database(self) -> str:
@@ -616,7 +631,57 @@ class SQLiteStore:
                 except sqlite3.Error as e:  # pragma: no cover - close rarely fails
                     raise StoreError(f"closing {self._path!r} failed: {e}") from e
 
+    @property
+    def read_only(self) -> bool:
+        """Whether the store was opened with ``read_only=True``."""
+        return self._read_only
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        if not os.path.isfile(self._path):
+            raise StoreError(f"no mindstore database at {self._path!r} (the file does not exist)")
+        uri = "file:" + urllib.parse.quote(os.path.abspath(self._path)) + "?mode=ro"
+        if not any(os.path.exists(self._path + ext) for ext in ("-wal", "-shm")):
+            # No other connection has the file open (WAL sidecars exist while one does): read
+            # it as immutable, or SQLite would create -wal/-shm files next to it and leave them.
+            # With sidecars present a normal read-only open creates nothing new and sees the
+            # other process's committed writes.
+            uri += "&immutable=1"
+        conn = sqlite3.connect(
+            uri,
+            uri=True,
+            timeout=self._busy_timeout,
+            isolation_level=None,
+            check_same_thread=False,
+            cached_statements=256,
+        )
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version == 0:
+                raise StoreError(
+                    f"no mindstore database at {self._path!r} (the file is empty or holds "
+                    "no mindstore schema)"
+                )
+            if version > LATEST_VERSION:
+                raise SchemaVersionError(
+                    f"{self._path!r} has schema version {version}, but this mindstore only "
+                    f"understands up to {LATEST_VERSION}: upgrade mindstore to open it"
+                )
+            if version < LATEST_VERSION:
+                raise StoreError(
+                    f"{self._path!r} has schema version {version}, older than this mindstore's "
+                    f"{LATEST_VERSION}; open it once without read_only to upgrade it"
+                )
+            conn.execute("PRAGMA query_only=ON")
+            conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout * 1000)}")
+            conn.create_function("mindstore_first", 0, self._first_rows)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
     def _open(self) -> sqlite3.Connection:
+        if self._read_only:
+            return self._open_read_only()
         conn = sqlite3.connect(
             self._path,
             timeout=self._busy_timeout,
@@ -697,6 +762,8 @@ class SQLiteStore:
                 if not write:
                     yield conn
                     return
+                if self._read_only:
+                    raise StoreError(f"{self!r} was opened read_only; it cannot be written")
                 self._begin(conn)
                 try:
                     yield conn
