@@ -371,7 +371,7 @@ def test_sqlite_refuses_writes_even_below_the_facade(tmp_path: Path) -> None:
         ro = await open_read_only(str(db))
         try:
             inner: Any = ro._store  # the wrapped store: the engine itself must refuse
-            with pytest.raises(StoreError, match="readonly|read_only"):
+            with pytest.raises(StoreError, match=r"readonly|read_only"):
                 await inner.set_block(ScopeKey(namespace="n", session_id=None, label="x"), "y")
             assert await ro.list_namespaces() == ["n"]
         finally:
@@ -571,8 +571,20 @@ def test_the_api_over_postgresql() -> None:
         finally:
             await store.aclose()
 
+    async def refuses_writes() -> None:
+        ro = await open_read_only(url, schema=schema, min_size=1, max_size=1)
+        try:
+            inner: Any = ro._store  # below the facade, the server refuses
+            block = ScopeKey(namespace="pg-ns", session_id=None, label="x")
+            with pytest.raises(StoreError):
+                await inner.set_block(block, "y")
+            assert await ro.get_block(block) is None
+        finally:
+            await ro.aclose()
+
     run_async(populate())
     try:
+        run_async(refuses_writes())
         with ViewerServer(url, store_options={"schema": schema}) as server:
             assert api(server.url, "/api/namespaces")["namespaces"] == ["pg-ns"]
             view = api(server.url, "/api/session?ns=pg-ns&id=chat")

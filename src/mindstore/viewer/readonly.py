@@ -10,14 +10,13 @@ Two layers:
   database of exactly this library's schema version — an older one would be migrated (a write)
   by :class:`~mindstore.store.sqlite.SQLiteStore`, so it is refused with a message saying how to
   upgrade it; a file that does not exist is never created. The store itself is then opened in
-  its own read-only mode when it has one (``read_only=True``: a ``mode=ro`` SQLite connection
-  with ``query_only``; a PostgreSQL pool whose transactions are read-only); a SQLiteStore without
-  it gets ``PRAGMA query_only`` on its connection, so the engine refuses a write either way.
+  its own read-only mode (``read_only=True``: a ``mode=ro`` SQLite connection with
+  ``query_only``; a PostgreSQL pool whose transactions are read-only), so the database refuses a
+  write too.
 """
 
 from __future__ import annotations
 
-import inspect
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -239,33 +238,5 @@ async def open_read_only(url: str, **options: Any) -> ReadOnlyStore:
     if path is not None:
         from mindstore.store.sqlite import SQLiteStore
 
-        if _takes_read_only(SQLiteStore):
-            make: Any = SQLiteStore  # typed loosely: builds before the option existed lack it
-            return ReadOnlyStore(make(path, read_only=True, **options))
-        store: Store = SQLiteStore(path, **options)
-        await _sqlite_query_only(store)
-        return ReadOnlyStore(store)
-    from mindstore.store.postgres import PostgresStore
-
-    if _takes_read_only(PostgresStore.open):
-        options = {"read_only": True, **options}
-    return ReadOnlyStore(await open_store(url, **options))
-
-
-def _takes_read_only(fn: Any) -> bool:
-    """Whether a store (constructor or ``open``) has its own ``read_only`` mode (a ``mode=ro``
-    SQLite connection, a read-only PostgreSQL transaction); the viewer uses it when it does."""
-    try:
-        return "read_only" in inspect.signature(fn).parameters
-    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
-        return False
-
-
-async def _sqlite_query_only(store: Store) -> None:
-    """For a SQLiteStore without ``read_only``: turn on ``PRAGMA query_only`` on its
-    connection, so any write the engine is asked for fails with "attempt to write a readonly
-    database"."""
-    await store.stats()  # opens the connection (no migration: the version was checked)
-    conn = getattr(store, "_conn", None)
-    if isinstance(conn, sqlite3.Connection):
-        conn.execute("PRAGMA query_only = ON")
+        return ReadOnlyStore(SQLiteStore(path, read_only=True, **options))
+    return ReadOnlyStore(await open_store(url, read_only=True, **options))
