@@ -90,6 +90,14 @@ def test_s3_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     _assert_names_extra(info.value, "s3")
 
 
+def test_openai_agents_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    _hide(monkeypatch, "agents")
+    _reimport(monkeypatch, "mindstore.integrations.openai_agents")
+    with pytest.raises(MissingDependencyError) as info:
+        import mindstore.integrations.openai_agents  # noqa: F401
+    _assert_names_extra(info.value, "openai-agents")
+
+
 @pytest.mark.parametrize("packages", [("starlette",), ("jinja2",), ("uvicorn",)])
 def test_viewer_extra(monkeypatch: pytest.MonkeyPatch, packages: tuple[str, ...]) -> None:
     from click.testing import CliRunner
