@@ -271,5 +271,5 @@ def test_the_catalogue_covers_every_store_method() -> None:
 
     names = {n for n, _ in inspect.getmembers(base.Store) if not n.startswith("_")}
     covered = {name.split()[0] for name, _, _ in STORE_CALLS}
-    stringless = {"aclose", "stats", "reindex"}
+    stringless = {"aclose", "stats", "reindex", "list_namespaces"}
     assert names - covered - stringless == set()

@@ -27,6 +27,7 @@ def test_the_command_set_is_the_designed_one() -> None:
         "mcp",
         "reindex",
         "delete-namespace",
+        "serve",
     }
 
 

@@ -128,3 +128,20 @@ def test_openai_agents_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(MissingDependencyError) as info:
         import mindstore.integrations.openai_agents  # noqa: F401
     _assert_names_extra(info.value, "openai-agents")
+
+
+@pytest.mark.parametrize("packages", [("starlette",), ("jinja2",), ("uvicorn",)])
+def test_viewer_extra(monkeypatch: pytest.MonkeyPatch, packages: tuple[str, ...]) -> None:
+    from click.testing import CliRunner
+
+    from mindstore.cli import cli
+
+    _hide(monkeypatch, *packages)
+    _reimport(monkeypatch, "mindstore.viewer")
+    with pytest.raises(MissingDependencyError) as info:
+        import mindstore.viewer.server  # noqa: F401
+    _assert_names_extra(info.value, "viewer")
+    # the command says so in one line, without a traceback
+    result = CliRunner().invoke(cli, ["--db", "missing.db", "serve"])
+    assert result.exit_code == 1
+    assert "mindstore[viewer]" in result.output and "Traceback" not in result.output

@@ -938,3 +938,8 @@ cli.add_command(mcp_command)
 
 # ---- commands in their own modules (registered on import) -----------------------------------
 from . import namespaces as _namespaces  # noqa: E402,F401
+
+# ---- serve (the web viewer; its code lives in mindstore.viewer) ------------------------------
+from .serve import serve as _serve  # noqa: E402
+
+cli.add_command(_serve)

@@ -239,7 +239,8 @@ async def run_demo(db: str | None, *, console: Console | None) -> dict[str, Any]
                 mindstore --db {path} history deploy-incident --raw
                 mindstore --db {path} search 'deploy*'
                 mindstore --db {path} prompt deploy-incident
-                mindstore --db {path} export deploy-incident -o incident.jsonl"""
+                mindstore --db {path} export deploy-incident -o incident.jsonl
+                mindstore --db {path} serve    # the web viewer (viewer extra)"""
             ),
             style="cyan",
         )

@@ -521,4 +521,8 @@ class Store(Protocol):
         frozen prompts, skill states, usage — in ONE transaction; other namespaces are not
         touched. Returns the number of rows deleted per kind (``sessions``, ``messages``,
         ``compactions``, ``blocks``, ``entries``, ``prompts``, ``skill_states``)."""
+
+    async def list_namespaces(self) -> list[str]:
+        """Every namespace that holds a session, a block or a keyed entry, sorted (by code
+        point). For browsing a store (the viewer); a namespace with nothing left is not listed."""
         ...

@@ -2025,6 +2025,15 @@ class PostgresStore:
         out["schema_version"] = int(row[-1])
         return out
 
+    async def list_namespaces(self) -> list[str]:
+        # COLLATE "C": code-point order, the same as SQLite's BINARY comparison.
+        rows = await self._fetchall(
+            "SELECT n FROM (SELECT namespace AS n FROM sessions UNION SELECT namespace "
+            'FROM blocks UNION SELECT namespace FROM entries) u ORDER BY n COLLATE "C"',
+            (),
+        )
+        return [str(r[0]) for r in rows]
+
 
 # ---- helpers ---------------------------------------------------------------------------------
 def _chunks(

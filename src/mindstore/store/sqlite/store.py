@@ -2087,3 +2087,11 @@ class SQLiteStore:
             finally:
                 conn.execute("RELEASE mindstore_read")
         return {k: int(v) for k, v in out.items()}
+
+    async def list_namespaces(self) -> list[str]:
+        with self._tx(write=False) as conn:
+            rows = conn.execute(
+                "SELECT namespace FROM sessions UNION SELECT namespace FROM blocks "
+                "UNION SELECT namespace FROM entries ORDER BY 1"
+            ).fetchall()
+        return [str(r[0]) for r in rows]
