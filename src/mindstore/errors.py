@@ -14,7 +14,8 @@ The tree::
     ├── CompactionError                              no compaction function, or an invalid result
     ├── SchemaVersionError                           the database was written by a newer mindstore
     ├── StoreError                                   a driver failure (original on __cause__)
-    └── MissingDependencyError   (also ImportError)  an optional extra is not installed
+    ├── MissingDependencyError   (also ImportError)  an optional extra is not installed
+    └── EmbeddingError                               no embedder for semantic search, or it failed
 
 Invariant: an operation that raises any of these has changed nothing in the store.
 Messages say what was wrong and what to do about it.
@@ -26,6 +27,7 @@ __all__ = [
     "BlockNotFoundError",
     "CompactionError",
     "ConflictError",
+    "EmbeddingError",
     "InvalidKeyError",
     "InvalidMessageError",
     "MessageNotFoundError",
@@ -96,3 +98,9 @@ class MissingDependencyError(MindstoreError, ImportError):
         )
         self.package = package
         self.extra = extra
+
+
+class EmbeddingError(MindstoreError):
+    """Semantic search or embedding failed: no embedder was given to the store, or the embedder
+    failed or returned something other than one vector per text of its declared size (the
+    embedder's own error, when there was one, is on ``__cause__``)."""

@@ -22,11 +22,13 @@ from mindstore.compaction.session_compaction import CompactionMixin
 from mindstore.context.session_context import ContextMixin
 from mindstore.context.spec import BlockSpec, Scope
 from mindstore.errors import ConflictError, InvalidMessageError, MessageNotFoundError
+from mindstore.hybrid import search_messages
 from mindstore.messages import validate_id, validate_message
 from mindstore.search import SearchResult, parse_query
 from mindstore.store._checks import check_name
 from mindstore.store.base import AUTO, UNSET, NewMessage, SessionKey, Store, _Sentinel
 from mindstore.tokens import Tokenizer, estimate_message_tokens
+from mindstore.vectors import DEFAULT_SEMANTIC_WEIGHT
 
 __all__ = ["MessageNode", "RecentHistory", "Session"]
 
@@ -318,13 +320,39 @@ class Session(ContextMixin, CompactionMixin):
         self._invalidate_token_cache()
         await self._after_clear()
 
-    async def search(self, query: str, *, limit: int = 20) -> list[SearchResult]:
-        """Full-text search over this session (DESIGN §5)."""
-        parsed = parse_query(query)
-        if parsed.empty or limit <= 0:
-            return []
-        return await self._store.search(
-            self._key.namespace, parsed, session_ids=[self._key.session_id], limit=limit
+    async def search(
+        self,
+        query: str,
+        *,
+        limit: int = 20,
+        mode: str | None = None,
+        semantic_weight: float = DEFAULT_SEMANTIC_WEIGHT,
+    ) -> list[SearchResult]:
+        """Search this session (DESIGN §5).
+
+        Args:
+            mode: ``"lexical"``, ``"semantic"``, ``"hybrid"``; None = hybrid when the store has
+                an embedder, else lexical (see :mod:`mindstore.hybrid`).
+            semantic_weight: the semantic list's share of a hybrid score (0..1).
+        """
+
+        async def lexical(k: int) -> list[SearchResult]:
+            parsed = parse_query(query)
+            if parsed.empty or k <= 0:
+                return []
+            return await self._store.search(
+                self._key.namespace, parsed, session_ids=[self._key.session_id], limit=k
+            )
+
+        return await search_messages(
+            self._store,
+            self._key.namespace,
+            query,
+            limit=limit,
+            session_ids=[self._key.session_id],
+            mode=mode,
+            lexical=lexical,
+            semantic_weight=semantic_weight,
         )
 
 

@@ -62,6 +62,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Self, TypeVar
 
+from mindstore.embeddings import Embedder
 from mindstore.errors import (
     CompactionError,
     ConflictError,
@@ -87,6 +88,7 @@ from mindstore.store._checks import (
     check_text,
     not_found,
 )
+from mindstore.store._vectors import check_embedder, require_embedder
 from mindstore.store.base import (
     AUTO,
     UNSET,
@@ -111,6 +113,7 @@ from mindstore.store.postgres.fts import (
 )
 from mindstore.store.postgres.migrations import LATEST_VERSION, MIGRATIONS, SCHEMA_TABLE_SQL
 from mindstore.store.postgres.snippets import SnippetQuery, make_snippet
+from mindstore.store.postgres.vectors import PostgresVectors
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -330,8 +333,17 @@ class PostgresStore:
     ``async with``.
     """
 
-    def __init__(self, pool: AsyncConnectionPool[Any], *, schema: str | None, dsn: str) -> None:
+    def __init__(
+        self,
+        pool: AsyncConnectionPool[Any],
+        *,
+        schema: str | None,
+        dsn: str,
+        embedder: Embedder | None = None,
+    ) -> None:
         """Use :meth:`PostgresStore.open`."""
+        self._embedder = check_embedder(embedder)
+        self._vectors = PostgresVectors(self, self._embedder) if self._embedder else None
         self._pool = pool
         self._schema = schema
         self._dsn = dsn
@@ -348,6 +360,57 @@ class PostgresStore:
         """The schema holding the tables (None: the server's default search_path)."""
         return self._schema
 
+    # ---- vectors (DESIGN §5.2; the work is in postgres/vectors.py) -------------------------
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder given to the store, or None (lexical search only)."""
+        return self._embedder
+
+    def _require_vectors(self, what: str) -> PostgresVectors:
+        require_embedder(self._embedder, what)
+        assert self._vectors is not None
+        return self._vectors
+
+    async def embed_pending(
+        self,
+        *,
+        limit: int | None = None,
+        batch_size: int = 64,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Embed messages that have no vector of this store's embedder yet, ``batch_size`` per
+        call to the embedder and per transaction; returns how many were embedded.
+        ``progress(n)`` is called after each batch."""
+        vectors = self._require_vectors("embed_pending")
+        return await vectors.embed_pending(limit=limit, batch_size=batch_size, progress=progress)
+
+    async def pending_embeddings(self) -> int:
+        """How many messages have no vector of this store's embedder."""
+        return await self._require_vectors("pending_embeddings").pending_count()
+
+    async def drop_vectors(self) -> int:
+        """Delete every stored vector (any embedder) so the next embed_pending re-embeds all."""
+        return await self._require_vectors("drop_vectors").drop_vectors()
+
+    async def semantic_search(
+        self,
+        namespace: str,
+        query: str,
+        *,
+        session_ids: Sequence[str] | None = None,
+        limit: int = 20,
+    ) -> list[SearchResult]:
+        """Nearest messages of the namespace to ``query`` by the embedder (exact cosine k-NN
+        over the namespace's vectors of this embedder), best first."""
+        check_name(namespace, "namespace")
+        check_int(limit)
+        if session_ids is not None:
+            if isinstance(session_ids, str):
+                raise TypeError("session_ids must be a sequence of session ids, not a string")
+            session_ids = [check_name(s, "session id") for s in session_ids]
+        vectors = self._require_vectors("semantic search")
+        return await vectors.search(namespace, query, session_ids=session_ids, limit=limit)
+
     # ---- lifecycle -------------------------------------------------------------------------
     @classmethod
     async def open(
@@ -360,6 +423,7 @@ class PostgresStore:
         connect_timeout: float = 30.0,
         settings: Mapping[str, str] | None = None,
         read_only: bool = False,
+        embedder: Embedder | None = None,
     ) -> PostgresStore:
         """Migrate the database (under an advisory lock) and open a connection pool.
 
@@ -378,6 +442,8 @@ class PostgresStore:
             read_only: only read an existing, current mindstore schema: nothing is created or
                 migrated (a missing or older schema raises StoreError) and every connection
                 runs with ``default_transaction_read_only`` on, so a write raises StoreError.
+            embedder: an :class:`~mindstore.embeddings.Embedder` for semantic and hybrid search
+                (DESIGN §5.2). Appends never call it; :meth:`embed_pending` embeds what is new.
 
         Raises:
             MissingDependencyError: psycopg is missing (``pip install 'mindstore[postgres]'``).
@@ -394,6 +460,7 @@ class PostgresStore:
             raise MissingDependencyError("snowballstemmer", "postgres")
         if not isinstance(dsn, str):
             raise TypeError(f"dsn must be a string, got {type(dsn).__name__}")
+        check_embedder(embedder)
         if schema is not None:
             check_name(schema, "schema")
         if not isinstance(min_size, int) or not isinstance(max_size, int):
@@ -438,7 +505,7 @@ class PostgresStore:
         except psycopg.Error as e:
             await pool.close()
             raise StoreError(f"cannot connect to PostgreSQL at {_redact(dsn)}: {e}") from e
-        return cls(pool, schema=schema, dsn=dsn)
+        return cls(pool, schema=schema, dsn=dsn, embedder=embedder)
 
     async def __aenter__(self) -> Self:
         return self
