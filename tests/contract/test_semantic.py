@@ -187,7 +187,7 @@ async def test_modes_and_hybrid_fusion(vstore: Any) -> None:
     sem = await s.search("deploy", mode="semantic")
     assert {h.message_id for h in sem} == {"lex", "other"}
     assert all(abs(h.score) < 0.01 for h in sem)
-    assert [h.message_id for h in await s.search("deploy", mode="hybrid")][0] == "lex"
+    assert (await s.search("deploy", mode="hybrid"))[0].message_id == "lex"
     # weight 1.0 ranks purely by the semantic list, 0.0 purely by the lexical one
     w1 = await s.search("pasta", semantic_weight=1.0)
     w0 = await s.search("billing", semantic_weight=0.0)

@@ -224,7 +224,7 @@ def _sqlite_path(url: str) -> Path | None:
 
 @asynccontextmanager
 async def opened(
-    env: Env, *, create: bool = False, read_only: bool = False
+    env: Env, *, create: bool = False, read_only: bool = False, embedder: Any = None
 ) -> AsyncIterator[Store]:
     """Open ``env.db``; without ``create`` a missing SQLite file is an error. ``read_only``
     (the read commands) opens SQLite with ``mode=ro`` and PostgreSQL with read-only
@@ -246,11 +246,11 @@ async def opened(
 
             # Read commands never create, migrate or change the file.
             # Opened now (what `async with` does): an empty or foreign file fails here.
-            store: Store = await SQLiteStore(path, read_only=True).__aenter__()
+            store: Store = await SQLiteStore(path, read_only=True, embedder=embedder).__aenter__()
         elif read_only and env.db.startswith(("postgresql://", "postgres://")):
-            store = await open_store(env.db, read_only=True)
+            store = await open_store(env.db, read_only=True, embedder=embedder)
         else:
-            store = await open_store(env.db)
+            store = await open_store(env.db, embedder=embedder)
     except MindstoreError as exc:
         hint = (
             " (pass --db PATH|URL or set MINDSTORE_DB; `mindstore demo --db PATH` creates a "
@@ -568,14 +568,48 @@ def tree(session: str, width: int) -> None:
 # ---- search ----------------------------------------------------------------------------------
 
 
+def _embedder_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    from .embed import embedder_option
+
+    return embedder_option(fn)
+
+
+async def _semantic_search(
+    env: Env,
+    namespace: str,
+    query: str,
+    mode: str,
+    spec: str,
+    session_ids: list[str] | None,
+    limit: int,
+) -> list[Any]:
+    from mindstore.manager import SessionManager
+
+    from .embed import cli_embedder
+
+    async with opened(env, read_only=True, embedder=cli_embedder(spec)) as store:
+        manager = SessionManager(store, namespace=namespace)
+        return await manager.search(query, limit=limit, session_ids=session_ids, mode=mode)
+
+
 @cli.command()
 @click.argument("query")
 @click.option(
     "--session", "session_ids", multiple=True, metavar="ID", help="Only this session (repeatable)."
 )
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1, max=10_000))
+@click.option(
+    "--mode",
+    type=click.Choice(["lexical", "semantic", "hybrid"]),
+    default="lexical",
+    show_default=True,
+    help="semantic/hybrid use the vectors of `mindstore embed` (same --embedder).",
+)
+@_embedder_option
 @json_option
-def search(query: str, session_ids: tuple[str, ...], limit: int) -> None:
+def search(
+    query: str, session_ids: tuple[str, ...], limit: int, mode: str, embedder_spec: str
+) -> None:
     """Full-text search over the namespace: words, "quoted phrases", prefix*."""
     env = _env()
     namespace = _namespace(env)
@@ -583,6 +617,10 @@ def search(query: str, session_ids: tuple[str, ...], limit: int) -> None:
         _checked(check_name, sid, "--session")
 
     async def go() -> list[Any]:
+        if mode != "lexical":
+            return await _semantic_search(
+                env, namespace, query, mode, embedder_spec, list(session_ids) or None, limit
+            )
         async with opened(env, read_only=True) as store:
             parsed = parse_query(query)
             if parsed.empty:
@@ -852,3 +890,7 @@ def stats() -> None:
         out.json(counts)
         return
     out.table(["what", "count"], [[k, v] for k, v in counts.items()], title=f"store {env.db}")
+
+
+# ---- embed (its own module) ------------------------------------------------------------------
+from . import embed as _embed  # noqa: E402, F401  (registers `mindstore embed` on `cli`)
