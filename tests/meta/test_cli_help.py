@@ -23,6 +23,7 @@ def test_the_command_set_is_the_designed_one() -> None:
         "export",
         "import",
         "stats",
+        "embed",
     }
 
 

