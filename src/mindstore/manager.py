@@ -523,15 +523,18 @@ class SessionManager:
         *,
         limit: int = 20,
         session_ids: Sequence[str] | None = None,
+        match: str = "any",
         mode: str | None = None,
         semantic_weight: float = DEFAULT_SEMANTIC_WEIGHT,
     ) -> builtins.list[SearchResult]:
-        """Search across this namespace's sessions (DESIGN §5).
+        """Search across this namespace's sessions (DESIGN §5): a question or keywords.
 
         Args:
-            query: words (ANDed, stemmed), ``"phrases"``, ``prefix*``; never a syntax error.
-            limit: maximum results, best first.
+            query: words, ``"phrases"`` (always required), ``prefix*``; never a syntax error.
+            limit: maximum results, best first (BM25 with the namespace's statistics).
             session_ids: only these sessions (``None``: all of the namespace).
+            match: ``"any"`` (default): a message matching at least one word is a hit, stop
+                words ignored; ``"all"``: every word must occur in the message itself.
             mode: ``"lexical"``, ``"semantic"``, ``"hybrid"``; None = hybrid when the store has
                 an embedder, else lexical (see :mod:`mindstore.hybrid`).
             semantic_weight: the semantic list's share of a hybrid score (0..1).
@@ -545,9 +548,9 @@ class SessionManager:
                 _check_session_id(sid)
             if not ids:
                 return []
+        parsed = parse_query(query, match)
 
         async def lexical(k: int) -> builtins.list[SearchResult]:
-            parsed = parse_query(query)
             if parsed.empty or k <= 0:
                 return []
             return await self._store.search(self._namespace, parsed, session_ids=ids, limit=k)
@@ -578,13 +581,21 @@ class SessionManager:
                 Tool(
                     name="session_search",
                     description=(
-                        "Search past conversations (all sessions) by keywords. Words are "
-                        'matched in any order; use "quoted phrases" and prefix* as needed.'
+                        "Search past conversations (all sessions). Pass a question or "
+                        "keywords: messages matching more and rarer words come first, so "
+                        'a natural question works; "quoted phrases" must match exactly and '
+                        "prefix* matches word beginnings."
                     ),
                     parameters={
                         "type": "object",
                         "properties": {
-                            "query": {"type": "string", "description": "What to search for."}
+                            "query": {
+                                "type": "string",
+                                "description": (
+                                    "A question or keywords, e.g. 'When did Caroline go to "
+                                    "the support group?' or 'support group'."
+                                ),
+                            }
                         },
                         "required": ["query"],
                     },

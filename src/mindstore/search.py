@@ -1,50 +1,63 @@
 """The search query language and what gets indexed. Pure: no I/O; shared by every backend.
 
-Query language (identical on SQLite and PostgreSQL):
+Query language (DESIGN §5.1, identical on SQLite and PostgreSQL because both index and query
+through :mod:`mindstore.lexical.tokens`):
 
-* words are ANDed in any order and matched stemmed (``deploying`` finds ``deployed``);
-* ``"quoted phrase"`` matches adjacent words (stemmed);
-* ``word*`` matches every word that begins with the letters *as typed* (unstemmed), so backends
-  index an unstemmed copy of the text for prefix matching;
-* diacritics of Latin letters are ignored on both sides (``cafe`` finds "café" and ``café``
-  finds "cafe");
-* every other character is text: a query is split into word tokens (Unicode letters and digits)
-  and nothing the user typed ever reaches a backend's query parser — backends build their own
-  syntax from :class:`ParsedQuery` tokens only, which contain nothing but word characters.
+* words: with ``match="any"`` (the default) a message holding at least one of them is a hit,
+  ranked by BM25; with ``match="all"`` every word must occur in the message's own text (or its
+  tool text). Words match stemmed (``deploying`` finds ``deployed``); English stop words are
+  dropped in ``any`` mode unless nothing else is left;
+* ``"quoted phrase"`` matches adjacent words (stemmed) and is required in both modes;
+* ``word*`` matches every word that begins with the letters *as typed* (unstemmed; required in
+  ``all`` mode, optional in ``any``);
+* CJK text is split into characters: a run of two or more CJK characters is looked up by its
+  adjacent pairs, a single character by itself;
+* every other character is text: nothing the user typed ever reaches a backend's query syntax —
+  backends read index keys from :class:`ParsedQuery` only, always as bound parameters.
 
 An empty query (or one with no word characters) parses to an empty :class:`ParsedQuery`, and
 searching with it returns ``[]``.
 
 Indexed text: text and reasoning parts go to the ``text`` column; tool names, inputs and outputs
-(as JSON text) go to the ``tool_text`` column, which backends weight lower.
+(as JSON text) go to the ``tool_text`` column, which is weighted lower — except the memory tools'
+own calls and results (:data:`MEMORY_TOOLS`), which echo memory and are not indexed.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import re
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
+from mindstore.lexical.stopwords import STOP_WORDS
+from mindstore.lexical.tokens import Unit, phrase_keys, units
 from mindstore.messages import is_tool_part, tool_name
 
 __all__ = [
+    "MATCH_MODES",
+    "MAX_QUERY_TOKENS",
+    "MEMORY_TOOLS",
     "ParsedQuery",
     "SearchResult",
-    "fold_token",
     "index_text",
     "parse_query",
     "search_result",
-    "word_tokens",
 ]
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _TERM = re.compile(r'"([^"]*)"?|(\S+)')
-MAX_QUERY_TOKENS = 32
+MAX_QUERY_TOKENS = 256
+"""Words of a query looked at; the rest are ignored (a question is rarely over 50 words)."""
+
+MATCH_MODES: Final = ("any", "all")
+
+MEMORY_TOOLS: Final = frozenset(
+    {"set_context", "load_context", "unload_context", "search_context", "session_search"}
+)
+"""Tools whose calls and results are not indexed: they echo memory that is searchable (or
+loaded) anyway, and in cross-session search they crowd out the facts they point to."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -92,58 +105,35 @@ def search_result(
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ParsedQuery:
-    """A safe, backend-neutral query: every token is a run of Unicode letters/digits.
+    """A safe, backend-neutral query: index keys only (see :mod:`mindstore.lexical.tokens`).
 
     Attributes:
-        words: single words to match stemmed, ANDed.
-        phrases: each a tuple of ≥2 words that must appear adjacent (stemmed).
-        prefixes: word beginnings to match unstemmed, as typed (lower-cased).
+        words: index keys (stems; CJK characters and character pairs) — optional with
+            ``match="any"``, each required with ``match="all"``.
+        phrases: each a tuple of ≥2 terms that must appear adjacent (always required).
+        prefixes: word beginnings to match unstemmed, as typed (folded).
+        match: ``"any"`` or ``"all"``.
     """
 
     words: tuple[str, ...] = ()
     phrases: tuple[tuple[str, ...], ...] = ()
     prefixes: tuple[str, ...] = field(default=())
+    match: str = "any"
 
     @property
     def empty(self) -> bool:
         return not (self.words or self.phrases or self.prefixes)
 
 
-def word_tokens(text: str) -> list[str]:
-    """Lower-cased runs of Unicode letters and digits with Latin diacritics removed — the
-    tokenizer every backend agrees on (SQLite's FTS5 ``unicode61`` folds Latin diacritics, so
-    ``cafe`` finds "café"; PostgreSQL is fed these tokens so it does the same)."""
-    if text.isascii():
-        return [t.lower() for t in _WORD.findall(text)]
-    return [fold_token(t.lower()) for t in _WORD.findall(text)]
-
-
-@functools.lru_cache(maxsize=65_536)
-def fold_token(token: str) -> str:
-    """Remove the diacritics of Latin letters (``é`` → ``e``), as FTS5 ``unicode61`` does;
-    other scripts (kana voicing marks, Hangul, …) are left as they are."""
-    if token.isascii():
-        return token
-    out: list[str] = []
-    for ch in token:
-        if ch.isascii() or not _is_latin(ch):
-            out.append(ch)
-            continue
-        base = unicodedata.normalize("NFD", ch)
-        out.append("".join(c for c in base if not unicodedata.combining(c)) or ch)
-    return "".join(out)
-
-
-def _is_latin(ch: str) -> bool:
-    cp = ord(ch)
-    return 0x00C0 <= cp <= 0x024F or 0x1E00 <= cp <= 0x1EFF
-
-
-def parse_query(query: str) -> ParsedQuery:
-    """Parse a user query. Never raises for any string; see the module docstring."""
+def parse_query(query: str, match: str = "any") -> ParsedQuery:
+    """Parse a user query. Never raises for any string; see the module docstring. ``match``
+    other than ``"any"``/``"all"`` raises ``ValueError``."""
     if not isinstance(query, str):
         raise TypeError(f"query must be a string, got {type(query).__name__}")
+    if match not in MATCH_MODES:
+        raise ValueError(f'match must be "any" or "all", got {match!r}')
     words: list[str] = []
+    stops: list[str] = []
     phrases: list[tuple[str, ...]] = []
     prefixes: list[str] = []
     count = 0
@@ -152,30 +142,50 @@ def parse_query(query: str) -> ParsedQuery:
             break
         quoted, bare = m.group(1), m.group(2)
         if quoted is not None:
-            tokens = word_tokens(quoted)
-            if len(tokens) == 1:
-                words.append(tokens[0])
-            elif tokens:
-                phrases.append(tuple(tokens))
-            count += len(tokens)
+            seq = list(units(quoted))[: MAX_QUERY_TOKENS - count]
+            count += len(seq)
+            terms = tuple(u.term for u in seq)
+            if len(terms) == 1:
+                words.append(terms[0])
+            elif terms:
+                phrases.append(terms)
             continue
         assert bare is not None
-        is_prefix = bare.endswith("*")
-        tokens = word_tokens(bare)
-        if not tokens:
+        seq = list(units(bare))[: MAX_QUERY_TOKENS - count]
+        if not seq:
             continue
+        count += len(seq)
+        last = seq[-1]
+        is_prefix = bare.endswith("*") and not last.cjk
         if is_prefix:
-            # "foo-ba*" -> words foo, prefix ba: only the last token is the typed beginning.
-            words.extend(tokens[:-1])
-            prefixes.append(tokens[-1])
-        else:
-            words.extend(tokens)
-        count += len(tokens)
+            seq = seq[:-1]
+        for run in _runs(seq):
+            if run[0].cjk:
+                words.extend(phrase_keys(tuple(u.term for u in run)))
+            else:
+                for u in run:
+                    (stops if match == "any" and u.raw in STOP_WORDS else words).append(u.term)
+        if is_prefix:
+            prefixes.append(last.raw)
+    if not (words or phrases or prefixes):
+        words = stops  # a query of stop words only: search for them
     return ParsedQuery(
         words=tuple(dict.fromkeys(words)),
         phrases=tuple(dict.fromkeys(phrases)),
         prefixes=tuple(dict.fromkeys(prefixes)),
+        match=match,
     )
+
+
+def _runs(seq: list[Unit]) -> list[list[Unit]]:
+    """Split units into maximal runs of adjacent CJK characters and single other words."""
+    out: list[list[Unit]] = []
+    for u in seq:
+        if u.cjk and out and out[-1][-1].cjk and out[-1][-1].end >= u.start:
+            out[-1].append(u)
+        else:
+            out.append([u])
+    return out
 
 
 def _json(value: Any) -> str:
@@ -199,6 +209,8 @@ def index_text(message: Mapping[str, Any]) -> tuple[str, str]:
         if t in ("text", "reasoning") and isinstance(part.get("text"), str):
             texts.append(part["text"])
         elif is_tool_part(part):
+            if tool_name(part) in MEMORY_TOOLS:
+                continue
             pieces = [tool_name(part)]
             if part.get("input") is not None:
                 pieces.append(_json(part["input"]))

@@ -325,19 +325,24 @@ class Session(ContextMixin, CompactionMixin):
         query: str,
         *,
         limit: int = 20,
+        match: str = "any",
         mode: str | None = None,
         semantic_weight: float = DEFAULT_SEMANTIC_WEIGHT,
     ) -> list[SearchResult]:
-        """Search this session (DESIGN §5).
+        """Search this session (DESIGN §5): a question or keywords.
 
         Args:
+            query: words, ``"phrases"`` (always required), ``prefix*``; never a syntax error.
+            limit: maximum results, best first (BM25 with the namespace's statistics).
+            match: ``"any"`` (default): a message matching at least one word is a hit, stop
+                words ignored; ``"all"``: every word must occur in the message itself.
             mode: ``"lexical"``, ``"semantic"``, ``"hybrid"``; None = hybrid when the store has
                 an embedder, else lexical (see :mod:`mindstore.hybrid`).
             semantic_weight: the semantic list's share of a hybrid score (0..1).
         """
+        parsed = parse_query(query, match)
 
         async def lexical(k: int) -> list[SearchResult]:
-            parsed = parse_query(query)
             if parsed.empty or k <= 0:
                 return []
             return await self._store.search(

@@ -282,3 +282,17 @@ def test_sessions_limit_zero_pages_through_all(run: Invoke, tmp_path: Path) -> N
     asyncio.run(build())
     data = json.loads(run("--db", path, "sessions", "--limit", "0", "--json").stdout)
     assert len(data) == 230 == len({s["id"] for s in data})
+
+
+def test_search_all_and_reindex(run: Invoke, db: Path) -> None:
+    any_hits = json.loads(run("--db", db, "search", "orders deployment", "--json").stdout)
+    assert {h["message_id"] for h in any_hits} >= {"a2b", "u1"}
+    strict = json.loads(run("--db", db, "search", "orders deployment", "--all", "--json").stdout)
+    assert strict == []
+    assert json.loads(run("--db", db, "reindex", "--json").stdout)["documents"] >= 7
+    human = run("--db", db, "reindex")
+    assert human.exit_code == 0 and "reindexed" in human.stdout
+    again = json.loads(run("--db", db, "search", "orders deployment", "--json").stdout)
+    assert [(h["message_id"], h["score"]) for h in again] == [
+        (h["message_id"], h["score"]) for h in any_hits
+    ]

@@ -526,10 +526,12 @@ async def test_cross_session_search_stays_in_the_namespace(store: Store) -> None
     )
 
     results = await a.search("kubernetes deploy")
-    assert [(r.session_id, r.message_id) for r in results] == [(s1, "m1")]
+    # m2 ("ok") matches through its context (m1, its parent), below m1
+    assert [(r.session_id, r.message_id) for r in results] == [(s1, "m1"), (s1, "m2")]
     assert results[0].role == "user" and "kubernetes" in results[0].text
     assert await a.search("kubernetes", session_ids=[s2]) == []
     assert [r.message_id for r in await a.search("lunch", session_ids=[s1, s2])] == ["m1"]
+    assert await a.search("lunch", session_ids=[s1]) == []
     assert await a.search("tenant") == []
     assert await a.search("secret") == []
     assert await a.search("") == []
@@ -544,7 +546,7 @@ async def test_cross_session_search_stays_in_the_namespace(store: Store) -> None
     # session_search tool and the searchable-history block answer from A only
     tools = await a.tools()
     out = await tools.execute("session_search", {"query": "kubernetes"})
-    assert out == "[user] we deployed the kubernetes cluster"
+    assert out.split("\n---\n") == ["[user] we deployed the kubernetes cluster", "[assistant] ok"]
     ctx_tools = await a.session(s2).tools()
     found = await ctx_tools.execute("search_context", {"label": "history", "query": "kubernetes"})
     assert "we deployed the kubernetes cluster" in found and "tenant" not in found
@@ -570,10 +572,11 @@ async def test_session_search_result_format(store: Store) -> None:
     assert tools["session_search"].parameters["required"] == ["query"]
     out = await tools.execute("session_search", '{"query": "zebra report"}')
     blocks = out.split("\n---\n")
-    assert sorted(blocks) == [
+    assert sorted(blocks[:2]) == [
         "[assistant] The zebra report is in the shared drive.",
         "[user] Where is the zebra report?",
     ]
+    assert blocks[2:] == ["[user] thanks"]  # matches through its context only: last
     assert await tools.execute("session_search", {"query": "giraffe"}) == "No results found."
     assert await tools.execute("session_search", {"query": '"unbalanced * ( NEAR'}) == (
         "No results found."

@@ -34,12 +34,21 @@ async def corpus(store: Store) -> Session:
     return s
 
 
-async def test_words_are_stemmed_and_anded(corpus: Session) -> None:
-    assert set(hit_ids(await corpus.search("deploying"))) == {"m2", "m3"}
-    assert set(hit_ids(await corpus.search("deployed"))) == {"m2", "m3"}
-    assert hit_ids(await corpus.search("deployed hotfix")) == ["m3"]
-    assert hit_ids(await corpus.search("hotfix deployed")) == ["m3"]
-    assert await corpus.search("deployed lunch") == []
+async def test_all_mode_words_are_stemmed_and_anded(corpus: Session) -> None:
+    assert set(hit_ids(await corpus.search("deploying", match="all"))) == {"m2", "m3"}
+    assert set(hit_ids(await corpus.search("deployed", match="all"))) == {"m2", "m3"}
+    assert hit_ids(await corpus.search("deployed hotfix", match="all")) == ["m3"]
+    assert hit_ids(await corpus.search("hotfix deployed", match="all")) == ["m3"]
+    assert await corpus.search("deployed lunch", match="all") == []
+
+
+async def test_any_mode_ranks_messages_with_more_of_the_words_first(corpus: Session) -> None:
+    # m3 holds both words; m2 one; m4 ("Lunch…") only through its context (m3, its parent)
+    hits = hit_ids(await corpus.search("deployed hotfix"))
+    assert hits[0] == "m3" and set(hits) == {"m2", "m3", "m4"} and hits[-1] == "m4"
+    assert hit_ids(await corpus.search("deployed lunch"))[:2] == ["m4", "m3"]
+    # a natural question: stop words ignored, the rest ORed
+    assert hit_ids(await corpus.search("When was the hotfix deployed?"))[0] == "m3"
 
 
 async def test_phrases_match_adjacent_words(corpus: Session) -> None:
@@ -53,13 +62,14 @@ async def test_prefixes_match_as_typed(corpus: Session) -> None:
     assert set(hit_ids(await corpus.search("deploy*"))) == {"m1", "m2", "m3"}
     assert hit_ids(await corpus.search("deploym*")) == ["m1"]
     assert hit_ids(await corpus.search("deployi*")) == ["m2"]
-    # prefix and words combine (AND)
-    assert hit_ids(await corpus.search("deploy* hotfix")) == ["m3"]
-    assert hit_ids(await corpus.search("Deploy* production")) == ["m1"]
+    # prefix and words combine (AND in all mode; in any mode, both count)
+    assert hit_ids(await corpus.search("deploy* hotfix", match="all")) == ["m3"]
+    assert hit_ids(await corpus.search("Deploy* production", match="all")) == ["m1"]
+    assert hit_ids(await corpus.search("deploy* hotfix"))[0] == "m3"
 
 
 async def test_result_fields(corpus: Session) -> None:
-    [r] = await corpus.search("hotfix")
+    [r] = await corpus.search("hotfix", match="all")
     assert r.session_id == "search"
     assert r.message_id == "m3"
     assert r.role == "user"
@@ -75,8 +85,9 @@ async def test_ranking_best_first_ties_by_recency(store: Store) -> None:
     await s.append_message(text_msg("strong", "kubernetes kubernetes kubernetes cluster"))
     await s.append_message(text_msg("other", "nothing relevant"))
     results = await s.search("kubernetes")
-    assert hit_ids(results) == ["strong", "weak"]
-    assert results[0].score >= results[1].score
+    # "other" matches only through its context (its parent "strong"): always last
+    assert hit_ids(results) == ["strong", "weak", "other"]
+    assert results[0].score >= results[1].score >= results[2].score
     # identical texts: the most recent first
     t = Session.create(store, "ties")
     for i in range(3):
@@ -105,7 +116,7 @@ async def test_tool_text_is_indexed_at_lower_weight(store: Store) -> None:
     await s.append_message(text_msg("text", "What is the weather in Reykjavik with snow?"))
     assert set(hit_ids(await s.search("reykjavik"))) == {"tool", "text"}
     assert hit_ids(await s.search("reykjavik snow")) == ["text", "tool"]
-    assert hit_ids(await s.search("get_weather")) == ["tool"]
+    assert hit_ids(await s.search("get_weather", match="all")) == ["tool"]
 
 
 @pytest.mark.parametrize(
@@ -146,10 +157,11 @@ async def test_hostile_queries_never_raise(corpus: Session, query: str) -> None:
 
 
 async def test_hostile_query_still_searches_its_words(corpus: Session) -> None:
-    assert hit_ids(await corpus.search('((hotfix)) "')) == ["m3"]
-    assert hit_ids(await corpus.search("hotfix*)")) == ["m3"]
-    assert hit_ids(await corpus.search("-hotfix")) == ["m3"]
-    assert hit_ids(await corpus.search("text:hotfix")) == []  # "text" is a word, ANDed
+    assert hit_ids(await corpus.search('((hotfix)) "', match="all")) == ["m3"]
+    assert hit_ids(await corpus.search("hotfix*)", match="all")) == ["m3"]
+    assert hit_ids(await corpus.search("-hotfix", match="all")) == ["m3"]
+    assert hit_ids(await corpus.search("text:hotfix", match="all")) == []  # "text" is a word
+    assert hit_ids(await corpus.search("text:hotfix"))[0] == "m3"
 
 
 async def test_empty_query_returns_nothing(corpus: Session) -> None:
@@ -163,8 +175,9 @@ async def test_no_ghosts_after_update_and_delete(store: Store) -> None:
     await s.append_message(text_msg("a", "original zebra text"))
     await s.append_message(text_msg("b", "another zebra"))
     await s.update_message(text_msg("a", "replacement giraffe text"))
-    assert hit_ids(await s.search("zebra")) == ["b"]
-    assert hit_ids(await s.search("giraffe")) == ["a"]
+    assert hit_ids(await s.search("zebra")) == ["b"]  # b's context is a's new text
+    assert hit_ids(await s.search("original")) == []
+    assert hit_ids(await s.search("giraffe")) == ["a", "b"]  # b through its context
     assert hit_ids(await s.search("zeb*")) == ["b"]
     await s.delete_messages(["b"])
     assert await s.search("zebra") == []
@@ -190,8 +203,8 @@ async def test_store_search_across_sessions_of_a_namespace(store: Store) -> None
 
 
 async def test_snippets_are_the_same_on_every_backend(store: Store) -> None:
-    """A 16-word window around the best hits, starting a sentence when it can, matches in
-    brackets, … where the text is cut (SQLite's FTS5 snippet; PostgreSQL makes the same)."""
+    """A 16-word window from a little before the best hits, matches in brackets, … where the
+    text is cut — made by the same code for both backends."""
     s = Session.create(store, "snippets")
     long = (
         "We met on Monday to plan the week and everyone had coffee before the call. "
@@ -215,19 +228,20 @@ async def test_snippets_are_the_same_on_every_backend(store: Store) -> None:
             ],
         }
     )
-    [hit] = await s.search("migration")
+    [hit] = await s.search("migration", match="all")
     assert hit.snippet == (
-        "…The deployment of the billing service failed at noon because a [migration] locked"
-        " the accounts table…"
+        "…because a [migration] locked the accounts table for nine minutes, and nobody noticed"
+        " until the dashboards…"
     )
-    [hit] = await s.search('"billing service"')
+    [hit] = await s.search('"billing service"', match="all")
     assert hit.snippet == (
-        "…The deployment of the [billing service] failed at noon because a migration locked"
-        " the accounts table…"
+        "…of the [billing] [service] failed at noon because a migration locked the accounts"
+        " table for nine…"
     )
-    hits = await s.search("rollout")
+    hits = await s.search("rollout", match="all")
     assert [h.message_id for h in hits] == ["m2"] and "[rollout]" in hits[0].snippet
-    [hit] = await s.search("coffee")
+    [hit] = await s.search("coffee", match="all")
     assert hit.snippet == (
-        "We met on Monday to plan the week and everyone had [coffee] before the call. The…"
+        "…everyone had [coffee] before the call. The deployment of the billing service failed"
+        " at noon because…"
     )

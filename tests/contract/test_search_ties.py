@@ -15,25 +15,29 @@ def text_msg(mid: str, text: str) -> dict[str, object]:
 async def test_ties_newest_first_across_the_limit(store: Store) -> None:
     a = Session.create(store, "a")
     b = Session.create(store, "b")
-    # identical texts score identically; interleave the sessions so seqs alternate
+    # identical texts score identically (roots: no parent text as context); interleave the
+    # sessions so seqs alternate; both sessions have the same texts, so their session scores
+    # are equal too
     for i in range(8):
-        await a.append_message(text_msg(f"a{i}", "quarterly budget review"))
-        await b.append_message(text_msg(f"b{i}", "quarterly budget review"))
-        await a.append_message(text_msg(f"x{i}", "unrelated words here"))
-    # a better match (shorter document) is first whatever its age
-    await a.append_message(text_msg("best", "budget"), parent_id="a0")
+        await a.append_message(text_msg(f"a{i}", "quarterly budget review"), parent_id=None)
+        await b.append_message(text_msg(f"b{i}", "quarterly budget review"), parent_id=None)
+        await a.append_message(text_msg(f"x{i}", "unrelated words here"), parent_id=None)
+        await b.append_message(text_msg(f"y{i}", "unrelated words here"), parent_id=None)
+    # a better match (shorter document) is first whatever its age (a root: no context)
+    await b.append_message(text_msg("bestb", "budget"), parent_id=None)
+    await a.append_message(text_msg("best", "budget"), parent_id=None)
 
     hits = await a.search("budget", limit=3)
     assert [h.message_id for h in hits] == ["best", "a7", "a6"]
     hits = await store.search("default", parse_query("budget"), limit=4)
     assert [(h.session_id, h.message_id) for h in hits] == [
         ("a", "best"),
+        ("b", "bestb"),
         ("b", "b7"),
         ("a", "a7"),
-        ("b", "b6"),
     ]
-    hits = await store.search("default", parse_query("budget"), session_ids=["b", "nope"], limit=2)
-    assert [h.message_id for h in hits] == ["b7", "b6"]
+    hits = await store.search("default", parse_query("budget"), session_ids=["b", "nope"], limit=3)
+    assert [h.message_id for h in hits] == ["bestb", "b7", "b6"]
     # prefix-only and word + prefix queries take the other index
     hits = await store.search("default", parse_query("quart*"), limit=2)
     assert [h.message_id for h in hits] == ["b7", "a7"]
@@ -45,7 +49,7 @@ async def test_ties_newest_first_across_the_limit(store: Store) -> None:
     other = Session.create(store, "a", namespace="other")
     await other.append_message(text_msg("o1", "budget"))
     hits = await store.search("default", parse_query("budget"), limit=50)
-    assert "o1" not in {h.message_id for h in hits} and len(hits) == 17
+    assert "o1" not in {h.message_id for h in hits} and len(hits) == 18
 
 
 async def test_entry_ties_most_recently_updated_first(store: Store) -> None:
@@ -67,8 +71,8 @@ async def test_ties_with_many_matches(store: Store) -> None:
     a = Session.create(store, "many-a")
     b = Session.create(store, "many-b")
     for i in range(60):
-        await a.append_message(text_msg(f"a{i:02d}", "incident report filed"))
-        await b.append_message(text_msg(f"b{i:02d}", "incident report filed"))
+        await a.append_message(text_msg(f"a{i:02d}", "incident report filed"), parent_id=None)
+        await b.append_message(text_msg(f"b{i:02d}", "incident report filed"), parent_id=None)
     hits = await store.search("default", parse_query("incident"), limit=3)
     assert [h.message_id for h in hits] == ["b59", "a59", "b58"]
     assert all(h.snippet == "[incident] report filed" for h in hits)

@@ -42,7 +42,7 @@ def _assert_names_extra(exc: MissingDependencyError, extra: str) -> None:
     assert exc.extra == extra
 
 
-@pytest.mark.parametrize("packages", [("psycopg", "psycopg_pool"), ("snowballstemmer",)])
+@pytest.mark.parametrize("packages", [("psycopg", "psycopg_pool")])
 def test_postgres_extra(monkeypatch: pytest.MonkeyPatch, packages: tuple[str, ...]) -> None:
     _hide(monkeypatch, *packages)
     _reimport(monkeypatch, "mindstore.store.postgres")

@@ -272,7 +272,7 @@ class SessionMachine(RuleBasedStateMachine):
         assert {h.message_id for h in hits} == set(self.model.nodes)
         for node in list(self.model.nodes.values())[:3]:
             token = node.text.split()[1]
-            found = [h.message_id for h in self.run(self.session.search(token))]
+            found = [h.message_id for h in self.run(self.session.search(token, match="all"))]
             assert found == [node.id]
 
     @invariant()

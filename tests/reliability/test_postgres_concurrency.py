@@ -206,7 +206,7 @@ async def test_sigkill_mid_transaction_leaves_no_partial_write(schema: tuple[str
         info = await store.get_session(s.key)
         assert info is not None and info.message_count == 4
         assert await s.search("zebra") == []
-        assert len(await s.search("giraffe")) == 3
+        assert len(await s.search("giraffe", match="all")) == 3
     finally:
         await store.aclose()
 
@@ -351,8 +351,9 @@ async def test_server_restart_in_flight_fails_later_calls_succeed(
     class StallingStore(PostgresStore):
         """The append of id 'stall' waits inside its open transaction until released."""
 
-        async def _insert_one(self, conn: Any, key: Any, sid: int, leaf: Any, p: Any) -> bool:
-            result = await super()._insert_one(conn, key, sid, leaf, p)
+        async def _insert_one(self, *args: Any) -> bool:
+            result = await super()._insert_one(*args)
+            p = args[-1]
             if p.id == "stall":
                 inside.set()
                 await release.wait()
@@ -431,16 +432,20 @@ async def test_server_restart_in_flight_fails_later_calls_succeed(
         await idle.aclose()
 
 
-def test_search_query_is_never_executed_as_sql() -> None:
-    """Query tokens are bound parameters: a hostile string only ever yields word tokens."""
-    from mindstore.store.postgres.fts import search_sql
-
-    built = search_sql(parse_query('\'; DROP TABLE messages; -- "a b" c* :* & | !'))
-    assert built is not None
-    pieces = [built.match("x", "m"), built.rank("x", "m", 1)]
-    sql = " ".join(sql for sql, _ in pieces)
-    assert "DROP" not in sql and "'" not in sql.replace("'mindstore_porter'", "")
-    for p in (
-        p for _, ps in pieces for p in ps
-    ):  # each a quoted lower-case word (with weight/prefix/phrase markers)
-        assert re.fullmatch(r"'[^\W_]+'(:[AC*])?(( <-> '[^\W_]+':[AC])*| & '[^\W_]+':\*)*", p), p
+async def test_search_query_is_never_executed_as_sql(schema: tuple[str, str]) -> None:
+    """Query tokens are bound parameters: a hostile string only ever yields word keys, and
+    searching with it leaves every table in place."""
+    url, name = schema
+    hostile = '\'; DROP TABLE messages; -- "a b" c* :* & | ! %s %(x)s $1'
+    parsed = parse_query(hostile)
+    for key in (*parsed.words, *parsed.prefixes, *(t for p in parsed.phrases for t in p)):
+        assert re.fullmatch(r"[^\W_]+", key), key
+    store = await _open(url, name)
+    try:
+        s = Session.create(store, "victim")
+        await s.append_message(_text("m", "drop table messages a b c"))
+        for match in ("any", "all"):
+            assert isinstance(await s.search(hostile, match=match), list)
+        assert [h.message_id for h in await s.search("messages", match="all")] == ["m"]
+    finally:
+        await store.aclose()

@@ -1,10 +1,12 @@
 """PostgreSQL schema migrations applied to an existing, populated schema (written by an older
-version): m005 (the message_search table) must carry every message over — history, search by
-word, phrase and prefix, updates and deletes afterwards."""
+version): m005 (the message_search table) must carry every message over, and m006 (the lexical
+index) must index every one of them once, on open — history, search by word, phrase and prefix,
+updates and deletes afterwards."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -35,8 +37,16 @@ async def _make_v4(url: str, schema: str, sessions: dict[str, list[dict[str, obj
     """A schema at version 4, filled with rows the way version 4 wrote them."""
     import psycopg
 
-    from mindstore.store.postgres.fts import index_tokens, tsvector_sql
     from mindstore.store.postgres.migrations import MIGRATIONS, SCHEMA_TABLE_SQL
+
+    def tsvector_sql(main: str, secondary: str, config: str = "mindstore_porter") -> str:
+        return (  # what version 4 stored (its search module is gone)
+            f"setweight(to_tsvector('{config}', {main}), 'A')"
+            f" || setweight(to_tsvector('{config}', {secondary}), 'C')"
+        )
+
+    def index_tokens(text: str, tool: str) -> tuple[str, str]:
+        return tuple(" ".join(re.findall(r"[^\W_]+", t.lower())) for t in (text, tool))  # type: ignore[return-value]
 
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         await conn.execute(f'CREATE SCHEMA "{schema}"')
@@ -111,7 +121,7 @@ async def test_v4_schema_migrates_with_every_message_searchable() -> None:
             assert await sb.get_history() == b
 
             async def ids(query: str, **kw: object) -> list[str]:
-                hits = await store.search("default", parse_query(query), **kw)  # type: ignore[arg-type]
+                hits = await store.search("default", parse_query(query, "all"), **kw)  # type: ignore[arg-type]
                 return [h.message_id for h in hits]
 
             assert sorted(await ids("deployment")) == ["a1", "b1"]

@@ -97,3 +97,45 @@ async def test_m006_lists_existing_sessions_newest_first(tmp_path: Path) -> None
         assert [s.id for s in page] == ["s1", "s4", "s3"]
         rest = await store.list_sessions("default", limit=3, before="s3")
         assert [s.id for s in rest] == ["s2"]
+
+
+async def test_m007_indexes_an_older_file_once_on_open(tmp_path: Path) -> None:
+    """Issue 16: a file written with the FTS5 indexes is re-indexed on its first open (messages
+    with their parents' text, entries); `reindex` rebuilds the same index again."""
+    from mindstore.search import parse_query
+    from mindstore.store.base import ScopeKey
+
+    path = tmp_path / "v6.db"
+    conn = make_db(path, 6)
+    add_messages(conn, 1, "chain", [(1, "kubernetes", None), (2, "ok", 1), (3, "zebra", 2)])
+    add_messages(conn, 2, "other", [(4, "kubernetes", None)])
+    conn.execute(
+        "INSERT INTO entries (namespace, scope, label, key, content, description, updated_us) "
+        "VALUES ('default', '', 'kb', 'guide', 'how we deploy', 'ops', 1)"
+    )
+    conn.close()
+
+    async with SQLiteStore(path) as store:
+        assert (await store.stats())["schema_version"] == LATEST_VERSION
+
+        async def hits(query: str, match: str = "any") -> list[tuple[str, str]]:
+            found = await store.search("default", parse_query(query, match))
+            return [(h.session_id, h.message_id) for h in found]
+
+        assert await hits("kubernetes", "all") == [("other", "kubernetes"), ("chain", "kubernetes")]
+        # "ok" (a reply to "kubernetes") matches through its context, after the own hits
+        assert (await hits("kubernetes"))[2:] == [("chain", "ok")]
+        kb = ScopeKey(namespace="default", session_id=None, label="kb")
+        assert [h.key for h in await store.search_entries(kb, parse_query("deploying"))] == [
+            "guide"
+        ]
+        before = [
+            (h.message_id, h.score) for h in await store.search("default", parse_query("zebra ok"))
+        ]
+        seen: list[tuple[int, int]] = []
+        assert await store.reindex(progress=lambda done, total: seen.append((done, total))) == 5
+        assert seen[-1] == (5, 5)
+        after = [
+            (h.message_id, h.score) for h in await store.search("default", parse_query("zebra ok"))
+        ]
+        assert after == before

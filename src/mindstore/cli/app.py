@@ -582,6 +582,7 @@ async def _semantic_search(
     spec: str,
     session_ids: list[str] | None,
     limit: int,
+    match: str = "any",
 ) -> list[Any]:
     from mindstore.manager import SessionManager
 
@@ -589,7 +590,9 @@ async def _semantic_search(
 
     async with opened(env, read_only=True, embedder=cli_embedder(spec)) as store:
         manager = SessionManager(store, namespace=namespace)
-        return await manager.search(query, limit=limit, session_ids=session_ids, mode=mode)
+        return await manager.search(
+            query, limit=limit, session_ids=session_ids, match=match, mode=mode
+        )
 
 
 @cli.command()
@@ -598,6 +601,12 @@ async def _semantic_search(
     "--session", "session_ids", multiple=True, metavar="ID", help="Only this session (repeatable)."
 )
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(min=1, max=10_000))
+@click.option(
+    "--all",
+    "match_all",
+    is_flag=True,
+    help="Every word must match (default: any word, best matches first).",
+)
 @click.option(
     "--mode",
     type=click.Choice(["lexical", "semantic", "hybrid"]),
@@ -608,9 +617,14 @@ async def _semantic_search(
 @_embedder_option
 @json_option
 def search(
-    query: str, session_ids: tuple[str, ...], limit: int, mode: str, embedder_spec: str
+    query: str,
+    session_ids: tuple[str, ...],
+    limit: int,
+    match_all: bool,
+    mode: str,
+    embedder_spec: str,
 ) -> None:
-    """Full-text search over the namespace: words, "quoted phrases", prefix*."""
+    """Search the namespace with a question or keywords: words, "quoted phrases", prefix*."""
     env = _env()
     namespace = _namespace(env)
     for sid in session_ids:
@@ -619,10 +633,17 @@ def search(
     async def go() -> list[Any]:
         if mode != "lexical":
             return await _semantic_search(
-                env, namespace, query, mode, embedder_spec, list(session_ids) or None, limit
+                env,
+                namespace,
+                query,
+                mode,
+                embedder_spec,
+                list(session_ids) or None,
+                limit,
+                "all" if match_all else "any",
             )
         async with opened(env, read_only=True) as store:
-            parsed = parse_query(query)
+            parsed = parse_query(query, "all" if match_all else "any")
             if parsed.empty:
                 return []
             return await store.search(
@@ -869,6 +890,36 @@ def import_(file: str, session_id: str | None) -> None:
             f"imported {key.session_id!r} into namespace {key.namespace!r}: {_counts(summary)}",
             markup=False,
         )
+
+
+# ---- reindex ---------------------------------------------------------------------------------
+
+
+@cli.command()
+@json_option
+def reindex() -> None:
+    """Rebuild the search index of the whole store (every namespace) from the stored messages
+    and entries. Opening a store written by an older mindstore does this once by itself."""
+    env = _env()
+
+    async def go() -> int:
+        async with opened(env) as store:
+            if not Console(stderr=True).is_terminal or env.json:
+                return await store.reindex()
+            from rich.progress import Progress
+
+            with Progress(console=Console(stderr=True), transient=True) as bar:
+                task = bar.add_task("reindexing", total=None)
+                return await store.reindex(
+                    progress=lambda done, total: bar.update(task, completed=done, total=total)
+                )
+
+    count = _run(go())
+    out = Out()
+    if env.json:
+        out.json({"documents": count})
+        return
+    out.print(f"reindexed {count} documents")
 
 
 # ---- stats -----------------------------------------------------------------------------------

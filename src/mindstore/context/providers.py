@@ -376,11 +376,12 @@ class StoreSearchProvider(StoreBackedProvider):
             summary += " Most recent: " + ", ".join(e.key for e in recent) + "."
         return summary
 
-    async def search(self, query: str) -> str | None:
+    async def search(self, query: str, *, match: str = "any") -> str | None:
         """Ranked entries as text, best first, or ``None`` when nothing matches. Any string is
-        a valid query (see :func:`mindstore.search.parse_query`)."""
+        a valid query — a question or keywords (see :func:`mindstore.search.parse_query`);
+        ``match="all"`` requires every word."""
         store, key = self._require_bound()
-        parsed = parse_query(query if isinstance(query, str) else str(query))
+        parsed = parse_query(query if isinstance(query, str) else str(query), match)
         if parsed.empty:
             return None
         hits = await store.search_entries(key, parsed, limit=self.limit)

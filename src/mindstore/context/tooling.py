@@ -148,7 +148,8 @@ def search_context_tool_spec(blocks: Sequence[BlockInfo]) -> tuple[str, dict[str
     lines = [_describe(label, kind, desc) for label, kind, desc, _ in blocks]
     text = (
         "Search a searchable block of your context memory; returns the best-matching entries. "
-        'Words are matched in any order; use "quoted phrases" and word* prefixes.\nBlocks:\n'
+        "Pass a question or keywords (entries matching more and rarer words come first); "
+        '"quoted phrases" must match exactly, word* matches word beginnings.\nBlocks:\n'
         + "\n".join(lines)
     )
     schema = {
@@ -159,7 +160,7 @@ def search_context_tool_spec(blocks: Sequence[BlockInfo]) -> tuple[str, dict[str
                 "enum": [b[0] for b in blocks],
                 "description": "The block to search.",
             },
-            "query": {"type": "string", "description": "What to look for."},
+            "query": {"type": "string", "description": "A question or keywords."},
         },
         "required": ["label", "query"],
     }

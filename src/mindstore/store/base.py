@@ -408,3 +408,9 @@ class Store(Protocol):
     async def stats(self) -> dict[str, int]:
         """Row counts for the CLI's ``stats`` (namespaces, sessions, messages, blocks, …)."""
         ...
+
+    async def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> int:
+        """Rebuild the lexical search index from the stored messages and entries, in one
+        transaction; ``progress(done, total)`` is called as documents are indexed. Returns the
+        number of documents. (Opening a store written by an older version does this once.)"""
+        ...

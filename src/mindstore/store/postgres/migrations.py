@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["LATEST_VERSION", "MIGRATIONS", "SCHEMA_TABLE_SQL"]
+__all__ = ["LATEST_VERSION", "MIGRATIONS", "REINDEX_AFTER", "SCHEMA_TABLE_SQL"]
 
 # Why: the version must be readable before any migration ran, and there must be exactly one row
 # (the CHECK on a constant primary key makes a second row impossible).
@@ -216,6 +216,52 @@ m005_message_search_table: Final = [
     "ALTER TABLE messages DROP COLUMN tsv, DROP COLUMN text, DROP COLUMN tool_text",
 ]
 
+# Why: DESIGN §5.1 (issue 16) — natural-language questions, BM25 with per-namespace statistics,
+# the same tokens as the SQLite backend, CJK, the parent's text as context. ``ts_rank`` has no
+# IDF and PostgreSQL's parser and stemmer differ from SQLite's, so both backends now index the
+# tokens of one Python tokenizer (mindstore.lexical) into the same two tables: one row per
+# (collection, kind, key, document) and document counts and lengths per (collection, part).
+# Keys are COLLATE "C" so ``prefix*`` is a range of the primary key. Entries get an integer id
+# (their document number). The tsvector columns and GIN indexes go; the rows are built in Python
+# right after this migration, in the same transaction (REINDEX_AFTER).
+m006_lexical_index: Final = [
+    """
+    CREATE TABLE search_terms (
+        coll text COLLATE "C" NOT NULL,
+        kind smallint NOT NULL,
+        key text COLLATE "C" NOT NULL,
+        doc bigint NOT NULL,
+        part bigint NOT NULL,
+        tf real NOT NULL,
+        ctx real NOT NULL,
+        dl real NOT NULL,
+        PRIMARY KEY (coll, kind, key, doc)
+    )
+    """,
+    "CREATE INDEX search_terms_by_doc ON search_terms (coll, doc)",
+    """
+    CREATE TABLE search_stats (
+        coll text COLLATE "C" NOT NULL,
+        part bigint NOT NULL,
+        docs bigint NOT NULL,
+        length double precision NOT NULL,
+        PRIMARY KEY (coll, part)
+    )
+    """,
+    "ALTER TABLE entries ADD COLUMN id bigint GENERATED ALWAYS AS IDENTITY",
+    "CREATE UNIQUE INDEX entries_by_id ON entries (id)",
+    "DROP INDEX message_search_tsv",
+    "ALTER TABLE message_search DROP COLUMN tsv",
+    "DROP INDEX messages_search_prefix",
+    "ALTER TABLE messages DROP COLUMN tsv_prefix",
+    "DROP INDEX entries_search",
+    "DROP INDEX entries_search_prefix",
+    "ALTER TABLE entries DROP COLUMN tsv, DROP COLUMN tsv_prefix",
+]
+
+REINDEX_AFTER: Final = "m006_lexical_index"
+"""Opening a schema older than this migration rebuilds the lexical index in Python."""
+
 # Why: semantic search (DESIGN §5.2, issue 17). One vector row per message with the embedder's
 # name and dimensions (vectors of another model are never compared: ignored until re-embedded),
 # an L2-normalised float16 ``bytea`` (NULL: nothing to embed), in its own table — measured, a
@@ -224,7 +270,7 @@ m005_message_search_table: Final = [
 # (their embedded text includes the parent's) and of a re-parented one, and bump a per-namespace
 # generation so every worker's cached matrix notices any change with one key lookup. Appends
 # fire none of them. (pgvector, where installed, is added on open — see postgres/vectors.py.)
-m006_message_vectors: Final = [
+m007_message_vectors: Final = [
     """
     CREATE TABLE message_vectors (
         seq bigint PRIMARY KEY REFERENCES messages (seq) ON DELETE CASCADE,
@@ -283,7 +329,8 @@ MIGRATIONS: Final[list[tuple[int, str, list[str]]]] = [
     (3, "m003_context_state", m003_context_state),
     (4, "m004_entries", m004_entries),
     (5, "m005_message_search_table", m005_message_search_table),
-    (6, "m006_message_vectors", m006_message_vectors),
+    (6, "m006_lexical_index", m006_lexical_index),
+    (7, "m007_message_vectors", m007_message_vectors),
 ]
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]

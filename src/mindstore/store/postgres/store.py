@@ -56,11 +56,9 @@ FTS5 makes them (:mod:`.snippets`).
 from __future__ import annotations
 
 import json
-import math
-import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Literal, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
 from mindstore.embeddings import Embedder
 from mindstore.errors import (
@@ -74,6 +72,9 @@ from mindstore.errors import (
     SessionNotFoundError,
     StoreError,
 )
+from mindstore.lexical import bm25
+from mindstore.lexical.collections import entry_collection, message_collection
+from mindstore.lexical.snippet import SnippetQuery, make_snippet
 from mindstore.messages import dumps
 from mindstore.search import ParsedQuery, SearchResult, index_text, search_result
 from mindstore.store._checks import (
@@ -105,15 +106,13 @@ from mindstore.store.base import (
     StoredMessage,
     _Sentinel,
 )
-from mindstore.store.postgres import snippets
-from mindstore.store.postgres.fts import (
-    estimated_fraction,
-    index_tokens,
-    search_sql,
-    tsvector_sql,
+from mindstore.store.postgres import lexical
+from mindstore.store.postgres.migrations import (
+    LATEST_VERSION,
+    MIGRATIONS,
+    REINDEX_AFTER,
+    SCHEMA_TABLE_SQL,
 )
-from mindstore.store.postgres.migrations import LATEST_VERSION, MIGRATIONS, SCHEMA_TABLE_SQL
-from mindstore.store.postgres.snippets import SnippetQuery, make_snippet
 from mindstore.store.postgres.vectors import PostgresVectors
 
 if TYPE_CHECKING:
@@ -135,9 +134,6 @@ T = TypeVar("T")
 
 # A namespace-wide word query expected to match at most this fraction of messages runs as a
 # prepared statement with a generic plan (see search); re-read the statistics this often.
-_GENERIC_PLAN_FRACTION: Final = 0.01
-_LEXEME_STATS_SECONDS: Final = 300.0
-_RANK_NORMALIZATION: Final = 1  # divide by 1 + log(document length), like BM25's length term
 
 
 # ---- SQL ---------------------------------------------------------------------------------------
@@ -196,14 +192,12 @@ _SESSION_COLS = (
 
 _COMPACTION_COLS = "id, from_id, to_id, summary, created_at, superseded_by, reverted"
 
-_MESSAGE_TSV = tsvector_sql("%(itext)s", "%(itool)s")
-_MESSAGE_TSV_PREFIX = tsvector_sql("%(itext)s", "%(itool)s", "simple")
 
 # Upsert the sessions row, which locks it until the end of the transaction.
 _LOCK_SESSION_SQL = (
     "INSERT INTO sessions (namespace, session_id) VALUES (%s, %s) "
     "ON CONFLICT (namespace, session_id) DO UPDATE SET leaf_seq = sessions.leaf_seq "
-    "RETURNING sid, leaf_seq"
+    "RETURNING sid, leaf_seq, (SELECT text FROM message_search WHERE seq = sessions.leaf_seq)"
 )
 
 # Insert one message with its search row and, if it was new, move the leaf pointer — one round
@@ -211,14 +205,24 @@ _LOCK_SESSION_SQL = (
 # row exists.)
 _INSERT_ONE_SQL = (
     "WITH ins AS ("
-    " INSERT INTO messages (sid, id, parent_seq, role, content, tokens, nbytes, tsv_prefix)"
+    " INSERT INTO messages (sid, id, parent_seq, role, content, tokens, nbytes)"
     " VALUES (%(sid)s, %(id)s, %(parent)s, %(role)s, %(content)s,"
-    " %(tokens)s, %(nbytes)s, " + _MESSAGE_TSV_PREFIX + ")"
+    " %(tokens)s, %(nbytes)s)"
     " ON CONFLICT (sid, id) DO NOTHING RETURNING seq, created_at"
     "), indexed AS ("
     " INSERT INTO message_search (seq, namespace, session_id, id, role, created_at, text,"
-    " tool_text, tsv) SELECT ins.seq, %(ns)s, %(sess)s, %(id)s, %(role)s, ins.created_at,"
-    " %(text)s, %(tool)s, " + _MESSAGE_TSV + " FROM ins"
+    " tool_text) SELECT ins.seq, %(ns)s, %(sess)s, %(id)s, %(role)s, ins.created_at,"
+    " %(text)s, %(tool)s FROM ins"
+    "), terms AS ("
+    " INSERT INTO search_terms (coll, kind, key, doc, part, tf, ctx, dl)"
+    " SELECT %(coll)s, u.kind, u.key, ins.seq, %(sid)s, u.tf, u.ctx, %(dl)s FROM ins,"
+    " unnest(%(kinds)s::smallint[], %(keys)s::text[], %(tfs)s::real[], %(ctxs)s::real[])"
+    " AS u(kind, key, tf, ctx)"
+    "), counted AS ("
+    " INSERT INTO search_stats AS st (coll, part, docs, length)"
+    " SELECT %(coll)s, %(sid)s, 1, %(dl)s FROM ins WHERE %(indexed)s"
+    " ON CONFLICT (coll, part) DO UPDATE SET docs = st.docs + 1,"
+    " length = st.length + excluded.length"
     ") UPDATE sessions SET leaf_seq = ins.seq, message_count = message_count + 1,"
     " updated_at = clock_timestamp() FROM ins WHERE sessions.sid = %(sid)s RETURNING ins.seq"
 )
@@ -227,24 +231,16 @@ _INSERT_MANY_SQL = (
     "WITH u AS MATERIALIZED (SELECT * FROM unnest("
     "%(seqs)s::bigint[], %(ids)s::text[], %(parents)s::bigint[], %(roles)s::text[],"
     " %(contents)s::text[], %(tokens)s::int[], %(nbytes)s::int[], %(texts)s::text[],"
-    " %(tools)s::text[], %(itexts)s::text[], %(itools)s::text[]"
-    ") WITH ORDINALITY AS u(seq, id, parent, role, content, tokens, nbytes, text, tool, itext,"
-    " itool, ord)"
+    " %(tools)s::text[]"
+    ") WITH ORDINALITY AS u(seq, id, parent, role, content, tokens, nbytes, text, tool, ord)"
     "), ins AS ("
-    " INSERT INTO messages (seq, sid, id, parent_seq, role, content, tokens, nbytes,"
-    " tsv_prefix) SELECT u.seq, %(sid)s, u.id, u.parent, u.role, u.content, u.tokens,"
-    " u.nbytes, "
-    + tsvector_sql("u.itext", "u.itool", "simple")
-    + " FROM u ORDER BY u.ord RETURNING seq, created_at"
+    " INSERT INTO messages (seq, sid, id, parent_seq, role, content, tokens, nbytes)"
+    " SELECT u.seq, %(sid)s, u.id, u.parent, u.role, u.content, u.tokens,"
+    " u.nbytes FROM u ORDER BY u.ord RETURNING seq, created_at"
     ") INSERT INTO message_search (seq, namespace, session_id, id, role, created_at, text,"
-    " tool_text, tsv) SELECT u.seq, %(ns)s, %(sess)s, u.id, u.role, ins.created_at, u.text,"
-    " u.tool, "
-    + tsvector_sql("u.itext", "u.itool")
-    + " FROM u JOIN ins ON ins.seq = u.seq ORDER BY u.ord"
+    " tool_text) SELECT u.seq, %(ns)s, %(sess)s, u.id, u.role, ins.created_at, u.text,"
+    " u.tool FROM u JOIN ins ON ins.seq = u.seq ORDER BY u.ord"
 )
-
-_ENTRY_TSV = tsvector_sql("%(imain)s", "%(idesc)s")
-_ENTRY_TSV_PREFIX = tsvector_sql("%(imain)s", "%(idesc)s", "simple")
 
 
 def _message(row: Sequence[Any]) -> StoredMessage:
@@ -293,7 +289,7 @@ def _compaction(row: Sequence[Any]) -> Compaction:
 class _Prepared:
     """A message ready to insert: serialised once, outside the transaction."""
 
-    __slots__ = ("content", "id", "item", "itext", "itool", "nbytes", "role", "text", "tool")
+    __slots__ = ("content", "id", "item", "nbytes", "role", "text", "tool")
 
     def __init__(self, item: NewMessage) -> None:
         if not isinstance(item, NewMessage):
@@ -315,7 +311,6 @@ class _Prepared:
         self.item = item
         self.content, self.nbytes = _serialise(msg, self.id)
         self.text, self.tool = index_text(msg)
-        self.itext, self.itool = index_tokens(self.text, self.tool)
 
 
 def _serialise(msg: dict[str, Any], mid: str) -> tuple[str, int]:
@@ -353,7 +348,6 @@ class PostgresStore:
         self._dsn = dsn
         self._closed = False
         self._retries = max(2, (pool.max_size or 1) + 1)
-        self._lexemes: tuple[float, tuple[dict[str, float], float] | None] = (-math.inf, None)
 
     def __repr__(self) -> str:
         schema = f", schema={self._schema!r}" if self._schema else ""
@@ -465,8 +459,6 @@ class PostgresStore:
             from psycopg_pool import AsyncConnectionPool
         except ImportError as e:  # pragma: no cover - psycopg without psycopg_pool
             raise MissingDependencyError("psycopg_pool", "postgres") from e
-        if not snippets.AVAILABLE:
-            raise MissingDependencyError("snowballstemmer", "postgres")
         if not isinstance(dsn, str):
             raise TypeError(f"dsn must be a string, got {type(dsn).__name__}")
         check_embedder(embedder)
@@ -586,6 +578,16 @@ class PostgresStore:
                     continue
                 raise _store_error(e) from e
 
+    async def _read_snapshot(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
+        """Run several reads in one repeatable-read, read-only transaction (one snapshot)."""
+
+        async def run(conn: Conn) -> T:
+            async with conn.transaction():
+                await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                return await fn(conn)
+
+        return await self._read(run)
+
     async def _fetchone(self, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> Any:
         async def run(conn: Conn) -> Any:
             cur = await conn.execute(sql, params)
@@ -625,7 +627,7 @@ class PostgresStore:
             cur = await conn.execute(_LOCK_SESSION_SQL, (key.namespace, key.session_id))
             row = await cur.fetchone()
             assert row is not None
-            sid, leaf = row
+            sid, leaf, leaf_text = row
             if expected_leaf is not UNSET:
                 current = None
                 if leaf is not None:
@@ -638,23 +640,32 @@ class PostgresStore:
                         f"{expected_leaf!r} but it is {current!r}: re-read the history and retry"
                     )
             if len(prepared) == 1:
-                return [await self._insert_one(conn, key, sid, leaf, prepared[0])]
-            return await self._insert_many(conn, key, sid, leaf, prepared)
+                return [await self._insert_one(conn, key, sid, leaf, leaf_text, prepared[0])]
+            return await self._insert_many(conn, key, sid, leaf, leaf_text, prepared)
 
         return await self._write(run)
 
     async def _insert_one(
-        self, conn: Conn, key: SessionKey, sid: int, leaf: int | None, p: _Prepared
+        self,
+        conn: Conn,
+        key: SessionKey,
+        sid: int,
+        leaf: int | None,
+        leaf_text: str | None,
+        p: _Prepared,
     ) -> bool:
         parent = p.item.parent
+        parent_text: str | None = None
         if parent is AUTO:
-            parent_seq = leaf
+            parent_seq, parent_text = leaf, leaf_text
         elif parent is None:
             parent_seq = None
         else:
             assert isinstance(parent, str)
             cur = await conn.execute(
-                "SELECT seq FROM messages WHERE sid = %s AND id = %s", (sid, parent)
+                "SELECT m.seq, x.text FROM messages m LEFT JOIN message_search x "
+                "ON x.seq = m.seq WHERE m.sid = %s AND m.id = %s",
+                (sid, parent),
             )
             r = await cur.fetchone()
             if r is None:
@@ -662,7 +673,8 @@ class PostgresStore:
                     f"parent message {parent!r} does not exist in session "
                     f"{key.session_id!r}; nothing was written"
                 )
-            parent_seq = r[0]
+            parent_seq, parent_text = r
+        doc = lexical.message_document(p.text, p.tool, parent_text)
         cur = await conn.execute(
             _INSERT_ONE_SQL,
             {
@@ -677,24 +689,40 @@ class PostgresStore:
                 "nbytes": p.nbytes,
                 "text": p.text,
                 "tool": p.tool,
-                "itext": p.itext,
-                "itool": p.itool,
+                "coll": message_collection(key.namespace),
+                "kinds": [r[0] for r in doc.rows],
+                "keys": [r[1] for r in doc.rows],
+                "tfs": [r[2] for r in doc.rows],
+                "ctxs": [r[3] for r in doc.rows],
+                "dl": doc.length,
+                "indexed": bool(doc.rows),
             },
         )
         return await cur.fetchone() is not None
 
     async def _insert_many(
-        self, conn: Conn, key: SessionKey, sid: int, leaf: int | None, items: list[_Prepared]
+        self,
+        conn: Conn,
+        key: SessionKey,
+        sid: int,
+        leaf: int | None,
+        leaf_text: str | None,
+        items: list[_Prepared],
     ) -> list[bool]:
         """A batch in a constant number of round trips: find existing ids and explicit parents,
         allocate seqs, insert every new row with one ``unnest``, move the leaf pointer."""
         ids = [p.id for p in items]
         parents = [p.item.parent for p in items if isinstance(p.item.parent, str)]
         cur = await conn.execute(
-            "SELECT id, seq FROM messages WHERE sid = %s AND id = ANY(%s)",
+            "SELECT m.id, m.seq, x.text FROM messages m LEFT JOIN message_search x "
+            "ON x.seq = m.seq WHERE m.sid = %s AND m.id = ANY(%s)",
             (sid, list({*ids, *parents})),
         )
-        known: dict[str, int] = {r[0]: r[1] for r in await cur.fetchall()}
+        known: dict[str, int] = {}
+        texts: dict[int | None, str | None] = {leaf: leaf_text}
+        for r in await cur.fetchall():
+            known[r[0]] = r[1]
+            texts[r[1]] = r[2]
         # Allocate seqs for every item up front (unused ones are simply skipped: seqs only
         # need to be monotonic, not dense).
         cur = await conn.execute(
@@ -723,6 +751,7 @@ class PostgresStore:
                 results.append(False)
                 continue
             known[p.id] = seq
+            texts[seq] = p.text
             rows.append((seq, p, parent_seq))
             leaf = seq
             results.append(True)
@@ -742,10 +771,15 @@ class PostgresStore:
                     "nbytes": [r[1].nbytes for r in rows],
                     "texts": [r[1].text for r in rows],
                     "tools": [r[1].tool for r in rows],
-                    "itexts": [r[1].itext for r in rows],
-                    "itools": [r[1].itool for r in rows],
                 },
             )
+            coll = message_collection(key.namespace)
+            terms = lexical.message_rows()
+            for seq, p, parent_seq in rows:
+                parent_text = texts.get(parent_seq) if parent_seq is not None else None
+                doc = lexical.message_document(p.text, p.tool, parent_text)
+                lexical.collect(terms, coll, seq, sid, doc)
+            await lexical.add_rows(conn, terms)
             await conn.execute(
                 "UPDATE sessions SET leaf_seq = %s, message_count = message_count + %s, "
                 "updated_at = clock_timestamp() WHERE sid = %s",
@@ -910,18 +944,16 @@ class PostgresStore:
         check_int(tokens, "tokens")
         content, nbytes = _serialise(message, mid)
         text, tool = index_text(message)
-        itext, itool = index_tokens(text, tool)
 
         async def run(conn: Conn) -> None:
             cur = await conn.execute(
                 "WITH upd AS (UPDATE messages m SET role = %(role)s, content = %(content)s, "
-                "tokens = %(tokens)s, nbytes = %(nbytes)s, "
-                f"tsv_prefix = {_MESSAGE_TSV_PREFIX} "
+                "tokens = %(tokens)s, nbytes = %(nbytes)s "
                 "FROM sessions s WHERE s.sid = m.sid "
                 "AND s.namespace = %(ns)s AND s.session_id = %(sess)s AND m.id = %(id)s "
                 "RETURNING m.seq) "
                 "UPDATE message_search x SET role = %(role)s, text = %(text)s, "
-                f"tool_text = %(tool)s, tsv = {_MESSAGE_TSV} FROM upd WHERE x.seq = upd.seq",
+                "tool_text = %(tool)s FROM upd WHERE x.seq = upd.seq RETURNING x.seq",
                 {
                     "role": role,
                     "content": content,
@@ -929,15 +961,17 @@ class PostgresStore:
                     "nbytes": nbytes,
                     "text": text,
                     "tool": tool,
-                    "itext": itext,
-                    "itool": itool,
                     "ns": key.namespace,
                     "sess": key.session_id,
                     "id": mid,
                 },
             )
-            if cur.rowcount != 1:
+            row = await cur.fetchone()
+            if row is None:
                 raise not_found(key, mid)
+            # the message's own rows, and its children's context (the parent's text)
+            seqs = [row[0], *await lexical.children_of(conn, [row[0]])]
+            await lexical.reindex_messages(conn, key.namespace, seqs)
 
         await self._write(run)
 
@@ -982,7 +1016,10 @@ class PostgresStore:
                 while survivor is not None and survivor in parent_of:
                     survivor = parent_of[survivor]
                 survivors.append(survivor)
-            # Re-attach children (that survive) to the nearest surviving ancestor.
+            # Re-attach children (that survive) to the nearest surviving ancestor; their context
+            # (the parent's text) changes.
+            moved = await lexical.children_of(conn, deleted)
+            await lexical.unindex(conn, message_collection(key.namespace), deleted)
             await conn.execute(
                 "UPDATE messages c SET parent_seq = v.survivor "
                 "FROM unnest(%s::bigint[], %s::bigint[]) AS v(gone, survivor) "
@@ -1003,6 +1040,7 @@ class PostgresStore:
                     (sid, dropped),
                 )
             await conn.execute("DELETE FROM messages WHERE seq = ANY(%s)", (deleted,))
+            await lexical.reindex_messages(conn, key.namespace, moved)
             await conn.execute(
                 "UPDATE sessions SET leaf_seq = (SELECT max(m.seq) FROM messages m "
                 "WHERE m.sid = %s AND NOT EXISTS "
@@ -1032,6 +1070,7 @@ class PostgresStore:
         if sid is None:
             return None
         await conn.execute("DELETE FROM compactions WHERE sid = %s", (sid,))
+        await lexical.clear_session(conn, key.namespace, sid)
         # Children before parents is not needed: the self-reference is checked per statement.
         await conn.execute("DELETE FROM messages WHERE sid = %s", (sid,))
         await conn.execute(
@@ -1061,99 +1100,51 @@ class PostgresStore:
                 return []
         if query.empty or limit <= 0:
             return []
-        built = search_sql(query)
-        if built is None:
-            return []
-        # Words and phrases are matched in message_search (x), prefixes in messages (m); every
-        # search row carries its namespace and session id, so nothing else is joined.
-        prepared = (
-            session_ids is None
-            and built.stem is not None
-            and built.prefix is None
-            and await self._selective(query)
-        )
-        if prepared:
-            # A selective namespace-wide query (the usual one: a few rare words) runs as a
-            # server-side prepared statement: its generic plan (GIN bitmap scan) is the right
-            # plan, and parsing and planning (~0.2 ms, as long as running it) are skipped. The
-            # tsquery is computed once in a fenced subquery, not per ranked row.
-            assert built.stem is not None
-            source = f"(SELECT {built.stem[0]} AS q OFFSET 0) q, message_search x"
-            rank_sql = f"ts_rank(x.tsv, q.q, {_RANK_NORMALIZATION})"
-            match_sql, params = "x.tsv @@ q.q", list(built.stem[1])
-        else:
-            # Otherwise the tsqueries are inlined, unprepared: psycopg prepares a statement text
-            # after 5 executions and the server then switches to a generic plan that cannot
-            # see the tsquery's selectivity (a Param): a word in half of 100,000 messages went
-            # from a 90 ms (parallel) sequential scan to a 270 ms bitmap scan. Planning with
-            # the actual tsquery costs ~0.1 ms.
-            source = "message_search x"
-            if built.prefix is not None:
-                source += " JOIN messages m ON m.seq = x.seq"
-            rank_sql, params = built.rank("x", "m", _RANK_NORMALIZATION)
-            match_sql, match_params = built.match("x", "m")
-            params += match_params
-        where = f"{match_sql} AND x.namespace = %s"
-        params.append(namespace)
-        if session_ids is not None:  # (namespace, session_id, seq) serves small sessions
-            where += " AND x.session_id = ANY(%s)"
-            params.append(session_ids)
-        params.append(limit)
-        sql = (
-            f"SELECT x.id, x.role, x.text, x.tool_text, x.created_at, {rank_sql} AS rank,"
-            f" x.session_id FROM {source} WHERE {where} ORDER BY rank DESC, x.seq DESC LIMIT %s"
-        )
-        rows = await self._fetchall(sql, params, prepare=prepared)
-        return self._results(query, rows)
+        coll = message_collection(namespace)
+        snip = SnippetQuery.from_query(query)
 
-    def _results(self, query: ParsedQuery, rows: list[tuple[Any, ...]]) -> list[SearchResult]:
-        """Search rows (id, role, text, tool_text, created_at, rank, session id) → results with
-        snippets (made here, not with ts_headline: see .snippets)."""
-        snippet_query = SnippetQuery.from_query(query)
-        return [
-            search_result(
-                r[6],
-                r[0],
-                r[1],
-                r[2] or r[3] or "",
-                make_snippet(snippet_query, (r[2], r[3])),
-                float(r[5]),
-                r[4],
-            )
-            for r in rows
-        ]
+        async def run(conn: Conn) -> list[SearchResult]:
+            sids: set[int] | None = None
+            if session_ids is not None:
+                cur = await conn.execute(
+                    "SELECT sid FROM sessions WHERE namespace = %s AND session_id = ANY(%s)",
+                    (namespace, session_ids),
+                )
+                sids = {r[0] for r in await cur.fetchall()}
+                if not sids:
+                    return []
+            ranked = await lexical.candidates(conn, coll, query, sids, sessions=True, limit=limit)
+            out: list[SearchResult] = []
+            for chunk in _chunks(ranked, limit):
+                cur = await conn.execute(
+                    "SELECT seq, session_id, id, role, text, tool_text, created_at "
+                    "FROM message_search WHERE seq = ANY(%s)",
+                    ([c[1] for c in chunk],),
+                )
+                rows = {r[0]: r for r in await cur.fetchall()}
+                for score, seq, _ in chunk:
+                    r = rows.get(seq)
+                    if r is None:
+                        continue
+                    fields = (r[4], r[5])
+                    if query.phrases and not bm25.passes_phrases(query, fields):
+                        continue
+                    out.append(
+                        search_result(
+                            r[1],
+                            r[2],
+                            r[3],
+                            r[4] or r[5] or "",
+                            make_snippet(snip, fields),
+                            score,
+                            r[6],
+                        )
+                    )
+                    if len(out) >= limit:
+                        return out
+            return out
 
-    async def _selective(self, query: ParsedQuery) -> bool:
-        """Whether ``query``'s words are expected in few enough messages (the column statistics
-        say so) that the generic plan of a prepared statement is the right one."""
-        frequencies = await self._lexeme_frequencies()
-        if frequencies is None:  # not analysed yet: let the planner see each query
-            return False
-        fraction = estimated_fraction(query, *frequencies, snippets.stem)
-        return fraction <= _GENERIC_PLAN_FRACTION
-
-    async def _lexeme_frequencies(self) -> tuple[dict[str, float], float] | None:
-        """``message_search.tsv``'s most common lexemes with the fraction of messages holding each
-        (what the planner itself estimates from) and the fraction assumed for any other
-        lexeme, re-read every few minutes; None: no statistics yet."""
-        fetched, frequencies = self._lexemes
-        now = time.monotonic()
-        if now - fetched < _LEXEME_STATS_SECONDS:
-            return frequencies
-        row = await self._fetchone(
-            "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats"
-            " WHERE schemaname = current_schema() AND tablename = 'message_search'"
-            " AND attname = 'tsv'",
-            (),
-        )
-        frequencies = None
-        if row is not None and row[0] and row[1]:
-            # the frequencies array ends with three summary values; zip stops before them;
-            # like the planner, a lexeme not listed is taken as half the least frequent one
-            listed = dict(zip(row[0], row[1], strict=False))
-            frequencies = (listed, min(listed.values()) / 2)
-        self._lexemes = (now, frequencies)
-        return frequencies
+        return await self._read_snapshot(run)
 
     # ---- compaction overlays -----------------------------------------------------------------
     async def add_compaction(
@@ -1414,29 +1405,26 @@ class PostgresStore:
         check_text(content, "content")
         if description is not None:
             check_text(description, "description")
-        imain, idesc = index_tokens(f"{entry_key}\n{content}", description or "")
 
         async def run(conn: Conn) -> None:
-            await conn.execute(
-                "INSERT INTO entries (namespace, scope, label, key, content, description, tsv, "
-                "tsv_prefix) "
-                "VALUES (%(ns)s, %(scope)s, %(label)s, %(key)s, %(content)s, %(desc)s, "
-                f"{_ENTRY_TSV}, {_ENTRY_TSV_PREFIX}) "
-                "ON CONFLICT (namespace, scope, label, key) DO UPDATE SET "
-                "content = excluded.content, description = excluded.description, "
-                "tsv = excluded.tsv, tsv_prefix = excluded.tsv_prefix, "
-                "updated_at = clock_timestamp()",
-                {
-                    "ns": k[0],
-                    "scope": k[1],
-                    "label": k[2],
-                    "key": entry_key,
-                    "content": content,
-                    "desc": description,
-                    "imain": imain,
-                    "idesc": idesc,
-                },
+            # a rewritten entry gets a new id: ids order entries by their last write, which is
+            # how equal scores are ordered (most recently written first)
+            cur = await conn.execute(
+                "DELETE FROM entries WHERE namespace = %s AND scope = %s AND label = %s "
+                "AND key = %s RETURNING id",
+                (*k, entry_key),
             )
+            old = await cur.fetchone()
+            if old is not None:
+                await lexical.unindex(conn, entry_collection(*k), [old[0]])
+            cur = await conn.execute(
+                "INSERT INTO entries (namespace, scope, label, key, content, description) "
+                "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
+                (*k, entry_key, content, description),
+            )
+            row = await cur.fetchone()
+            assert row is not None
+            await lexical.index_entry(conn, k, row[0], entry_key, content, description)
 
         await self._write(run)
 
@@ -1479,10 +1467,14 @@ class PostgresStore:
         async def run(conn: Conn) -> bool:
             cur = await conn.execute(
                 "DELETE FROM entries WHERE namespace = %s AND scope = %s AND label = %s "
-                "AND key = %s",
+                "AND key = %s RETURNING id",
                 (*k, entry_key),
             )
-            return cur.rowcount > 0
+            row = await cur.fetchone()
+            if row is None:
+                return False
+            await lexical.unindex(conn, entry_collection(*k), [row[0]])
+            return True
 
         return await self._write(run)
 
@@ -1494,30 +1486,39 @@ class PostgresStore:
         check_int(limit, "limit")
         if query.empty or limit <= 0:
             return []
-        built = search_sql(query)
-        if built is None:
-            return []
-        rank_sql, params = built.rank("e", "e", _RANK_NORMALIZATION)
-        match_sql, match_params = built.match("e", "e")
-        params += [*match_params, *k, limit]
-        sql = (
-            f"SELECT e.key, e.content, e.description, {rank_sql} AS rank"
-            f" FROM entries e WHERE {match_sql}"
-            " AND e.namespace = %s AND e.scope = %s AND e.label = %s"
-            " ORDER BY rank DESC, e.updated_at DESC, e.key DESC LIMIT %s"
-        )
-        rows = await self._fetchall(sql, params, prepare=False)  # see search()
-        snippets = SnippetQuery.from_query(query)
-        return [
-            EntryHit(
-                key=r[0],
-                content=r[1],
-                description=r[2],
-                snippet=make_snippet(snippets, (r[0], r[1], r[2] or "")),
-                score=r[3],
-            )
-            for r in rows
-        ]
+        coll = entry_collection(*k)
+        snip = SnippetQuery.from_query(query)
+
+        async def run(conn: Conn) -> list[EntryHit]:
+            ranked = await lexical.candidates(conn, coll, query, None, sessions=False, limit=limit)
+            out: list[EntryHit] = []
+            for chunk in _chunks(ranked, limit):
+                cur = await conn.execute(
+                    "SELECT id, key, content, description FROM entries WHERE id = ANY(%s)",
+                    ([c[1] for c in chunk],),
+                )
+                rows = {r[0]: r for r in await cur.fetchall()}
+                for score, doc, _ in chunk:
+                    r = rows.get(doc)
+                    if r is None:
+                        continue
+                    fields = (f"{r[1]}\n{r[2]}", r[3] or "")
+                    if query.phrases and not bm25.passes_phrases(query, fields):
+                        continue
+                    out.append(
+                        EntryHit(
+                            key=r[1],
+                            content=r[2],
+                            description=r[3],
+                            snippet=make_snippet(snip, (r[2], r[3] or "", r[1])),
+                            score=score,
+                        )
+                    )
+                    if len(out) >= limit:
+                        return out
+            return out
+
+        return await self._read_snapshot(run)
 
     # ---- session registry --------------------------------------------------------------------
     async def create_session(
@@ -1639,6 +1640,14 @@ class PostgresStore:
 
         return await self._write(run)
 
+    async def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> int:
+        """See :meth:`mindstore.store.base.Store.reindex`."""
+
+        async def run(conn: Conn) -> int:
+            return await lexical.rebuild(conn, progress)
+
+        return await self._write(run)
+
     async def delete_session(self, key: SessionKey) -> bool:
         check_key(key)
         ns, sess = key.namespace, key.session_id
@@ -1649,10 +1658,18 @@ class PostgresStore:
             for sql in (
                 "DELETE FROM blocks WHERE namespace = %s AND scope = %s",
                 "DELETE FROM prompts WHERE namespace = %s AND session_id = %s",
-                "DELETE FROM entries WHERE namespace = %s AND scope = %s",
             ):
                 cur = await conn.execute(sql, (ns, sess))
                 existed = existed or cur.rowcount > 0
+            cur = await conn.execute(
+                "DELETE FROM entries WHERE namespace = %s AND scope = %s RETURNING id, label",
+                (ns, sess),
+            )
+            gone = await cur.fetchall()
+            existed = existed or bool(gone)
+            for label in {r[1] for r in gone}:
+                docs = [r[0] for r in gone if r[1] == label]
+                await lexical.unindex(conn, entry_collection(ns, sess, label), docs)
             if sid is not None:
                 await conn.execute("DELETE FROM sessions WHERE sid = %s", (sid,))
             return existed
@@ -1687,6 +1704,18 @@ class PostgresStore:
 
 
 # ---- helpers ---------------------------------------------------------------------------------
+def _chunks(
+    ranked: list[tuple[float, int, int]], limit: int
+) -> Iterator[list[tuple[float, int, int]]]:
+    """Ranked candidates in growing chunks (phrases may reject some)."""
+    size = max(limit, 8)
+    i = 0
+    while i < len(ranked):
+        yield ranked[i : i + size]
+        i += size
+        size *= 2
+
+
 def _redact(dsn: str) -> str:
     """The DSN without a password, for messages."""
     try:
@@ -1793,10 +1822,14 @@ async def _migrate(dsn: str, schema: str | None, connect_timeout: float) -> None
                 if version == LATEST_VERSION:
                     return
                 await conn.execute(SCHEMA_TABLE_SQL)
-                for number, _name, statements in MIGRATIONS:
+                reindex = False
+                for number, name, statements in MIGRATIONS:
                     if number > version:
                         for statement in statements:
                             await conn.execute(statement)
+                        reindex = reindex or name == REINDEX_AFTER
+                if reindex and version > 0:
+                    await lexical.rebuild(conn)  # an older schema: build the lexical index once
                 await conn.execute(
                     "INSERT INTO mindstore_schema (singleton, version) VALUES (true, %s) "
                     "ON CONFLICT (singleton) DO UPDATE SET version = excluded.version",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["LATEST_VERSION", "MIGRATIONS", "statements"]
+__all__ = ["LATEST_VERSION", "MIGRATIONS", "REINDEX_AFTER", "statements"]
 
 
 def statements(sql: str) -> list[str]:
@@ -200,6 +200,43 @@ m006_sessions_by_update: Final = """
 CREATE INDEX sessions_by_update ON sessions (namespace, updated_us, session_id);
 """
 
+# Why: DESIGN §5.1 (issue 16) — natural-language questions, BM25 with per-namespace statistics,
+# the same tokens on both backends, CJK, the parent's text as context. FTS5 cannot do any of
+# that (its tokenizers differ from PostgreSQL's, its bm25() statistics span the whole file, it
+# has no CJK segmentation), so the index is two plain tables fed by the Python tokenizer
+# (mindstore.lexical): one row per (collection, kind, key, document) and the document counts
+# and lengths per (collection, part). The FTS5 tables go; the rows are built in Python right
+# after this migration, in the same transaction (REINDEX_AFTER), so an older file is re-indexed
+# once, on its first open.
+m007_lexical_index: Final = """
+DROP TABLE message_stem;
+DROP TABLE message_text;
+DROP TABLE entry_stem;
+DROP TABLE entry_text;
+CREATE TABLE search_terms (
+    coll TEXT NOT NULL,
+    kind INTEGER NOT NULL,
+    key TEXT NOT NULL,
+    doc INTEGER NOT NULL,
+    part INTEGER NOT NULL,
+    tf REAL NOT NULL,
+    ctx REAL NOT NULL,
+    dl REAL NOT NULL,
+    PRIMARY KEY (coll, kind, key, doc)
+) WITHOUT ROWID;
+CREATE INDEX search_terms_by_doc ON search_terms (coll, doc);
+CREATE TABLE search_stats (
+    coll TEXT NOT NULL,
+    part INTEGER NOT NULL,
+    docs INTEGER NOT NULL,
+    length REAL NOT NULL,
+    PRIMARY KEY (coll, part)
+) WITHOUT ROWID;
+"""
+
+REINDEX_AFTER: Final = "m007_lexical_index"
+"""Opening a file older than this migration rebuilds the lexical index in Python."""
+
 # Why: semantic search (DESIGN §5.2, issue 17). One vector row per message, keyed by seq, with
 # the embedder's name and dimensions so vectors of another model are never compared (they are
 # ignored until re-embedded). float16 BLOBs: half of float32, no measurable loss of ranking.
@@ -207,7 +244,7 @@ CREATE INDEX sessions_by_update ON sessions (namespace, updated_us, session_id);
 # append writes no vector and fires none of them), and bump a per-namespace generation that lets
 # a search reuse its cached matrix until something in that namespace changed, in any process.
 # ``vector`` NULL = the message has no text to embed (it is not pending any more).
-m007_message_vectors: Final = """
+m008_message_vectors: Final = """
 CREATE TABLE message_vectors (
     seq INTEGER PRIMARY KEY,
     namespace TEXT NOT NULL,
@@ -247,7 +284,8 @@ MIGRATIONS: Final[list[tuple[int, str, str]]] = [
     (4, "m004_entries", m004_entries),
     (5, "m005_linear_paths", m005_linear_paths),
     (6, "m006_sessions_by_update", m006_sessions_by_update),
-    (7, "m007_message_vectors", m007_message_vectors),
+    (7, "m007_lexical_index", m007_lexical_index),
+    (8, "m008_message_vectors", m008_message_vectors),
 ]
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]

@@ -146,6 +146,9 @@ from mindstore.errors import (
     SessionNotFoundError,
     StoreError,
 )
+from mindstore.lexical import bm25
+from mindstore.lexical.collections import entry_collection, message_collection
+from mindstore.lexical.snippet import SnippetQuery, make_snippet
 from mindstore.messages import dumps
 from mindstore.search import ParsedQuery, SearchResult, index_text, search_result
 from mindstore.store._checks import (
@@ -176,14 +179,16 @@ from mindstore.store.base import (
     StoredMessage,
     _Sentinel,
 )
-from mindstore.store.sqlite.migrations import LATEST_VERSION, MIGRATIONS, statements
+from mindstore.store.sqlite import lexical
+from mindstore.store.sqlite.migrations import (
+    LATEST_VERSION,
+    MIGRATIONS,
+    REINDEX_AFTER,
+    statements,
+)
 from mindstore.store.sqlite.vectors import SQLiteVectors
 
 __all__ = ["SQLiteStore"]
-
-_TOOL_WEIGHT = 0.25
-_SNIPPET_TOKENS = 16
-_ENTRY_SORTER_MAX = 1_000
 
 
 def _now_us() -> int:
@@ -196,18 +201,16 @@ def _dt(us: int) -> datetime:
     return datetime.fromtimestamp(us / 1_000_000, UTC)
 
 
-def _quote(token: str) -> str:
-    return '"' + token.replace('"', '""') + '"'
-
-
-def match_sql(query: ParsedQuery) -> tuple[str | None, str | None]:
-    """FTS5 MATCH expressions ``(stemmed, unstemmed)`` built only from the parsed tokens.
-
-    Every token is double-quoted, so the expressions are valid FTS5 whatever the user typed.
-    """
-    stem = [_quote(w) for w in query.words] + [_quote(" ".join(p)) for p in query.phrases]
-    raw = [_quote(p) + "*" for p in query.prefixes]
-    return (" AND ".join(stem) or None, " AND ".join(raw) or None)
+def _chunks(
+    ranked: list[tuple[float, int, int]], limit: int
+) -> Iterator[list[tuple[float, int, int]]]:
+    """Ranked candidates in growing chunks (phrases may reject some)."""
+    size = max(limit, 8)
+    i = 0
+    while i < len(ranked):
+        yield ranked[i : i + size]
+        i += size
+        size *= 2
 
 
 def _stored_message_factory() -> Callable[..., StoredMessage]:
@@ -436,122 +439,6 @@ def _compaction(row: Sequence[Any]) -> Compaction:
 _COMPACTION_COLS = "id, from_id, to_id, summary, created_us, superseded_by, reverted"
 
 
-def _top_ranked(
-    conn: sqlite3.Connection,
-    sql: str,
-    params: Sequence[Any],
-    limit: int,
-    *,
-    by_update: bool = False,
-) -> list[tuple[Any, ...]]:
-    """The best ``limit`` rows of a search, ties broken by recency.
-
-    ``sql`` yields ``(rowid, rank, recency, ...)`` ``ORDER BY f.rank`` with the FTS5 table as the
-    outer loop, so FTS5 sorts by its ``rank`` column itself (BM25 in C) and rows stream out best
-    first: the joins (and filters) run only for rows read, and reading stops after the
-    ``limit``-th row and every row tied with it. Ties are then ordered by ``recency``
-    descending (``seq`` for messages; ``updated_us`` then rowid for entries). A snippet column
-    should be gated by ``mindstore_first()`` (see :class:`_FirstRows`) so that only the first
-    ``limit`` rows read make one; :func:`_fill_snippets` completes the rest.
-    """
-    cur = conn.execute(sql, params)
-    try:
-        rows: list[tuple[Any, ...]] = []
-        for row in cur:
-            if len(rows) >= limit and row[1] != rows[limit - 1][1]:
-                break
-            rows.append(row)
-    finally:
-        cur.close()
-    if by_update:
-        rows.sort(key=lambda r: (r[1], -r[2], -r[0]))
-    else:
-        rows.sort(key=lambda r: (r[1], -r[2]))
-    del rows[limit:]
-    return rows
-
-
-def _snippets(
-    conn: sqlite3.Connection, table: str, expr: str, rowids: list[int], columns: str
-) -> dict[int, tuple[Any, ...]]:
-    """``rowid -> (*columns, snippet)`` for the given rows of ``table`` matching ``expr``
-    (``columns``: "" or a comma-separated list of ``table``'s columns).
-
-    ``+rowid`` keeps the IN list away from FTS5: given ``rowid IN (…)`` it re-runs the whole
-    MATCH once per listed rowid (3 ms for 20 rows of a two-common-words query); as a filter on
-    one pass over the matches it costs ~0.1-0.3 ms, and snippets are made for listed rows only.
-    """
-    if not rowids:
-        return {}
-    cols = f"{columns}, " if columns else ""
-    rows = conn.execute(
-        f"SELECT rowid, {cols}snippet({table}, -1, '[', ']', '…', {_SNIPPET_TOKENS}) "
-        f"FROM {table} WHERE {table} MATCH ? AND rowid BETWEEN ? AND ? "
-        f"AND +rowid IN (SELECT value FROM json_each(?))",
-        (expr, min(rowids), max(rowids), json.dumps(rowids)),
-    ).fetchall()
-    return {r[0]: tuple(r[1:]) for r in rows}
-
-
-def _fill_snippets(
-    conn: sqlite3.Connection, table: str, expr: str, rows: list[tuple[Any, ...]], columns: str
-) -> list[tuple[Any, ...]]:
-    """Rows whose last column (the snippet) is NULL: their trailing ``columns`` and snippet are
-    read by :func:`_snippets`."""
-    missing = [r[0] for r in rows if r[-1] is None]
-    if not missing:
-        return rows
-    shown = _snippets(conn, table, expr, missing, columns)
-    out = []
-    for r in rows:
-        extra = shown.get(r[0]) if r[-1] is None else None
-        out.append(r if extra is None else (*r[: len(r) - len(extra)], *extra))
-    return out
-
-
-def _count_matches(conn: sqlite3.Connection, table: str, expr: str, cap: int) -> int:
-    """How many rows of ``table`` match ``expr``, counting no further than ``cap + 1``.
-
-    The search plans depend on it: for a few matches one query that ranks them with SQLite's
-    sorter and makes every snippet is cheapest (FTS5's own rank sorting costs ~60 µs to set up,
-    a second snippet query ~80 µs); for many, ranking first and making only the returned
-    snippets wins (10 ms instead of 20 for a word in 10,000 of 100,000 messages). Reading
-    rowids without ranking is cheap: ~20 µs up to 65, ~60 µs up to 1,000.
-    """
-    found = conn.execute(
-        f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)",
-        (expr, cap + 1),
-    ).fetchone()[0]
-    return int(found)
-
-
-def _few(limit: int) -> int:
-    """Up to this many matches, one query makes every snippet (see :func:`_count_matches`)."""
-    return max(64, 4 * limit)
-
-
-class _FirstRows:
-    """``mindstore_first()``: true for the first :attr:`left` rows a statement computes.
-
-    Streamed search rows call it in ``CASE WHEN mindstore_first() THEN snippet(…) END``, so the
-    rows most likely to be returned get their snippet in the same pass (no second MATCH query)
-    while rows read only to settle ties do not; a returned row without one gets it from
-    :func:`_snippets`. Set :attr:`left` right before the statement runs (the connection lock
-    is held, so statements never interleave).
-    """
-
-    __slots__ = ("left",)
-
-    def __init__(self) -> None:
-        self.left = 0
-
-    def __call__(self) -> int:
-        if self.left > 0:
-            self.left -= 1
-            return 1
-        return 0
-
-
 class SQLiteStore:
     """The SQLite backend of the :class:`~mindstore.store.base.Store` protocol.
 
@@ -601,7 +488,6 @@ class SQLiteStore:
         self._conn: sqlite3.Connection | None = None
         self._closed = False
         self._lock = threading.RLock()
-        self._first_rows = _FirstRows()
         self._embedder = check_embedder(embedder)
         self._vectors = SQLiteVectors(self, self._embedder) if self._embedder else None
 
@@ -732,7 +618,6 @@ class SQLiteStore:
                 )
             conn.execute("PRAGMA query_only=ON")
             conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout * 1000)}")
-            conn.create_function("mindstore_first", 0, self._first_rows)
         except BaseException:
             conn.close()
             raise
@@ -761,7 +646,6 @@ class SQLiteStore:
             conn.execute(f"PRAGMA synchronous={self._synchronous}")
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout * 1000)}")
-            conn.create_function("mindstore_first", 0, self._first_rows)
             if version < LATEST_VERSION:
                 self._migrate(conn)
         except BaseException:
@@ -778,10 +662,14 @@ class SQLiteStore:
                 raise SchemaVersionError(
                     f"{self._path!r} has schema version {version}, newer than {LATEST_VERSION}"
                 )
-            for number, _name, sql in MIGRATIONS:
+            reindex = False
+            for number, name, sql in MIGRATIONS:
                 if number > version:
                     for statement in statements(sql):
                         conn.execute(statement)
+                    reindex = reindex or name == REINDEX_AFTER
+            if reindex and version > 0:
+                lexical.rebuild(conn)  # an older file: build the lexical index once
             conn.execute(f"PRAGMA user_version={LATEST_VERSION}")
             conn.execute("COMMIT")
         except BaseException:
@@ -887,29 +775,6 @@ class SQLiteStore:
                 )
         return {"sid": row[0], "seq": row[1], "linear": row[2]}
 
-    @staticmethod
-    def _index(conn: sqlite3.Connection, seq: int, message: Mapping[str, Any]) -> None:
-        text, tool_text = index_text(message)
-        conn.execute(
-            "INSERT INTO message_text (rowid, text, tool_text) VALUES (?, ?, ?)",
-            (seq, text, tool_text),
-        )
-        conn.execute(
-            "INSERT INTO message_stem (rowid, text, tool_text) VALUES (?, ?, ?)",
-            (seq, text, tool_text),
-        )
-
-    @staticmethod
-    def _unindex_sql(conn: sqlite3.Connection, where: str, params: Sequence[Any]) -> None:
-        """Remove the search rows of messages ``WHERE <where>`` (on ``message_text`` rowid)."""
-        # The external-content index must be told the old values; they are in message_text.
-        conn.execute(
-            "INSERT INTO message_stem (message_stem, rowid, text, tool_text) "
-            f"SELECT 'delete', rowid, text, tool_text FROM message_text WHERE {where}",
-            params,
-        )
-        conn.execute(f"DELETE FROM message_text WHERE {where}", params)
-
     # ---- messages ----------------------------------------------------------------------------
     async def append(
         self,
@@ -985,6 +850,7 @@ class SQLiteStore:
                     )
             results: list[bool] = []
             inserted = 0
+            own_text: str | None = None  # the text of `leaf` when this call indexed it
             for item, mid, role, content, nbytes in prepared:
                 parent = item.parent
                 if parent is AUTO:
@@ -1010,7 +876,15 @@ class SQLiteStore:
                     continue
                 seq = cur.lastrowid
                 assert seq is not None
-                self._index(conn, seq, item.message)
+                own_text = lexical.index_message(
+                    conn,
+                    key.namespace,
+                    sid,
+                    seq,
+                    item.message,
+                    parent_seq,
+                    own_text if parent_seq == leaf and leaf is not None else None,
+                )
                 if parent_seq != leaf:
                     linear = 0  # not extending the chain's end (leaf = newest message in a chain)
                 leaf = seq
@@ -1241,8 +1115,8 @@ class SQLiteStore:
                 "UPDATE messages SET role = ?, content = ?, tokens = ?, nbytes = ? WHERE seq = ?",
                 (role, content, tokens, len(content.encode("utf-8")), seq),
             )
-            self._unindex_sql(conn, "rowid = ?", (seq,))
-            self._index(conn, seq, message)
+            # the message's own rows, and its children's context (the parent's text)
+            lexical.reindex_messages(conn, key.namespace, [seq, *lexical.children_of(conn, [seq])])
 
     async def delete(self, key: SessionKey, ids: Sequence[str]) -> int:
         check_key(key)
@@ -1271,6 +1145,8 @@ class SQLiteStore:
                 )
             assert sid is not None
             parent_of = {seq: parent for seq, _, parent in rows}
+            # children re-attached to another parent: their context (the parent's text) changes
+            moved = [c for c in lexical.children_of(conn, list(parent_of)) if c not in parent_of]
             for seq in parent_of:
                 survivor = parent_of[seq]
                 while survivor in parent_of:
@@ -1278,9 +1154,9 @@ class SQLiteStore:
                 conn.execute(
                     "UPDATE messages SET parent_seq = ? WHERE parent_seq = ?", (survivor, seq)
                 )
+
             seqs = json.dumps(list(parent_of))
-            in_seqs = "rowid IN (SELECT value FROM json_each(?))"
-            self._unindex_sql(conn, in_seqs, (seqs,))
+            lexical.unindex_messages(conn, key.namespace, list(parent_of))
             ids_json = json.dumps(wanted)
             dropped = [
                 r[0]
@@ -1305,6 +1181,7 @@ class SQLiteStore:
             conn.execute(
                 "DELETE FROM messages WHERE seq IN (SELECT value FROM json_each(?))", (seqs,)
             )
+            lexical.reindex_messages(conn, key.namespace, moved)
             leaf = conn.execute(
                 "SELECT max(seq) FROM messages m WHERE sid = ? AND NOT EXISTS "
                 "(SELECT 1 FROM messages c WHERE c.parent_seq = m.seq)",
@@ -1330,7 +1207,7 @@ class SQLiteStore:
         sid = self._sid(conn, key)
         if sid is None:
             return None
-        self._unindex_sql(conn, "rowid IN (SELECT seq FROM messages WHERE sid = ?)", (sid,))
+        lexical.clear_session(conn, key.namespace, sid)
         conn.execute("DELETE FROM compactions WHERE sid = ?", (sid,))
         conn.execute("DELETE FROM messages WHERE sid = ?", (sid,))
         conn.execute(
@@ -1360,75 +1237,61 @@ class SQLiteStore:
                 return []
         if query.empty or limit <= 0:
             return []
-        stem, raw = match_sql(query)
-        table = "message_stem" if stem is not None else "message_text"
-        expr = stem if stem is not None else raw
-        assert expr is not None  # a non-empty query has words, phrases or prefixes
-        params: list[Any] = [expr]
-        where = [f"{table} MATCH ?"]
-        if stem is not None and raw is not None:
-            where.append("f.rowid IN (SELECT rowid FROM message_text WHERE message_text MATCH ?)")
-            params.append(raw)
-        snippet = f"snippet({table}, -1, '[', ']', '…', {_SNIPPET_TOKENS})"
-        # bm25() with our weights; FTS5 sorting by its rank column needs them as rank config
-        rank = f"bm25({table}, 1.0, {_TOOL_WEIGHT})"
-        rank_config = f"f.rank MATCH 'bm25(1.0, {_TOOL_WEIGHT})'"
+        coll = message_collection(namespace)
+        snip = SnippetQuery.from_query(query)
+        out: list[SearchResult] = []
         with self._tx(write=False) as conn:
-            conn.execute("BEGIN")  # one snapshot for the probe, the ranking and the snippets
+            conn.execute("BEGIN")  # one snapshot for the statistics, the rows and the texts
             try:
-                # CROSS JOIN keeps FTS as the driving table in every plan.
-                if _count_matches(conn, table, expr, _few(limit)) <= _few(limit):
-                    # Few matches: one query ranks, filters and makes every snippet.
-                    where.append("s.namespace = ?")
-                    params.append(namespace)
-                    if session_ids is not None:
-                        where.append("s.session_id IN (SELECT value FROM json_each(?))")
-                        params.append(json.dumps(session_ids))
-                    params.append(limit)
-                    order = "ORDER BY rank, m.seq DESC LIMIT ?"
-                    shown = f"f.text, f.tool_text, {snippet}"
-                elif session_ids is None:
-                    # Many matches, namespace-wide: the filter keeps most of them, so FTS5
-                    # sorts by rank and rows stream best first (see _top_ranked).
-                    where.append("s.namespace = ?")
-                    params.append(namespace)
-                    where.append(rank_config)
-                    order = "ORDER BY f.rank"
-                    rank = "f.rank"
-                    shown = f"f.text, f.tool_text, CASE WHEN mindstore_first() THEN {snippet} END"
-                else:
-                    # Many matches, a few sessions: most matches belong to other sessions. Test
-                    # each against the sessions' seqs (a small set read from the path index)
-                    # before any join, rank only the survivors and let SQLite sort them; its
-                    # sorter computes every column of every survivor, so text and snippets
-                    # are made afterwards, for the returned rows only.
-                    where.append(
-                        "+f.rowid IN (SELECT x.seq FROM sessions y "
-                        "JOIN messages x INDEXED BY messages_path ON x.sid = y.sid "
-                        "WHERE y.namespace = ? "
-                        "AND y.session_id IN (SELECT value FROM json_each(?)))"
-                    )
-                    params.extend([namespace, json.dumps(session_ids), limit])
-                    order = "ORDER BY rank, m.seq DESC LIMIT ?"
-                    shown = "NULL, NULL, NULL"
-                sql = (
-                    f"SELECT f.rowid, {rank} AS rank, m.seq, s.session_id, m.id, m.role, "
-                    "m.created_us, "
-                    f"{shown} FROM {table} f CROSS JOIN messages m ON m.seq = f.rowid "
-                    f"CROSS JOIN sessions s ON s.sid = m.sid "
-                    f"WHERE {' AND '.join(where)} {order}"
-                )
-                self._first_rows.left = limit
-                top = _top_ranked(conn, sql, params, limit)
-                top = _fill_snippets(conn, table, expr, top, "text, tool_text")
+                sids: set[int] | None = None
+                if session_ids is not None:
+                    sids = {
+                        r[0]
+                        for r in conn.execute(
+                            "SELECT sid FROM sessions WHERE namespace = ? "
+                            "AND session_id IN (SELECT value FROM json_each(?))",
+                            (namespace, json.dumps(session_ids)),
+                        )
+                    }
+                    if not sids:
+                        return []
+                ranked = lexical.candidates(conn, coll, query, sids, sessions=True, limit=limit)
+                for chunk in _chunks(ranked, limit):
+                    rows = {
+                        r[0]: r
+                        for r in conn.execute(
+                            "SELECT m.seq, s.session_id, m.id, m.role, m.content, m.created_us "
+                            "FROM messages m JOIN sessions s ON s.sid = m.sid "
+                            "WHERE m.seq IN (SELECT value FROM json_each(?))",
+                            (json.dumps([c[1] for c in chunk]),),
+                        )
+                    }
+                    for score, seq, _ in chunk:
+                        r = rows.get(seq)
+                        if r is None:
+                            continue
+                        fields = index_text(json.loads(r[4]))
+                        if query.phrases and not bm25.passes_phrases(query, fields):
+                            continue
+                        out.append(
+                            search_result(
+                                r[1],
+                                r[2],
+                                r[3],
+                                fields[0] or fields[1],
+                                make_snippet(snip, fields),
+                                score,
+                                _dt(r[5]),
+                            )
+                        )
+                        if len(out) >= limit:
+                            break
+                    if len(out) >= limit:
+                        break
             finally:
                 conn.execute("COMMIT")
-        return [
-            search_result(r[3], r[4], r[5], r[7] or r[8] or "", r[9] or "", -float(r[1]), _dt(r[6]))
-            for r in top
-        ]
+        return out
 
-    # ---- compaction overlays -----------------------------------------------------------------
     async def add_compaction(
         self,
         key: SessionKey,
@@ -1658,22 +1521,6 @@ class SQLiteStore:
             return True
 
     # ---- keyed entries -----------------------------------------------------------------------
-    @staticmethod
-    def _entry_fts(conn: sqlite3.Connection, op: str, row: Sequence[Any]) -> None:
-        """Add (``op='add'``) or remove (``op='delete'``) an entry's rows in both indexes."""
-        for table in ("entry_text", "entry_stem"):
-            if op == "delete":
-                conn.execute(
-                    f"INSERT INTO {table} ({table}, rowid, key, content, description) "
-                    "VALUES ('delete', ?, ?, ?, ?)",
-                    row,
-                )
-            else:
-                conn.execute(
-                    f"INSERT INTO {table} (rowid, key, content, description) VALUES (?, ?, ?, ?)",
-                    row,
-                )
-
     async def put_entry(
         self, key: ScopeKey, entry_key: str, content: str, *, description: str | None = None
     ) -> None:
@@ -1690,20 +1537,18 @@ class SQLiteStore:
             ).fetchone()
             now = _now_us()
             if old is not None:
-                self._entry_fts(conn, "delete", old)
-                conn.execute(
-                    "UPDATE entries SET content = ?, description = ?, updated_us = ? WHERE id = ?",
-                    (content, description, now, old[0]),
-                )
-                rowid = old[0]
-            else:
-                rowid = conn.execute(
-                    "INSERT INTO entries "
-                    "(namespace, scope, label, key, content, description, updated_us) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (*k, entry_key, content, description, now),
-                ).lastrowid
-            self._entry_fts(conn, "add", (rowid, entry_key, content, description))
+                # a rewritten entry gets a new id: ids order entries by their last write,
+                # which is how equal scores are ordered (most recently written first)
+                lexical.unindex_entry(conn, *k, old[0])
+                conn.execute("DELETE FROM entries WHERE id = ?", (old[0],))
+            rowid = conn.execute(
+                "INSERT INTO entries "
+                "(namespace, scope, label, key, content, description, updated_us) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (*k, entry_key, content, description, now),
+            ).lastrowid
+            assert rowid is not None
+            lexical.index_entry(conn, *k, rowid, entry_key, content, description)
 
     async def get_entry(self, key: ScopeKey, entry_key: str) -> Entry | None:
         k = check_scope(key)
@@ -1752,7 +1597,7 @@ class SQLiteStore:
             ).fetchone()
             if old is None:
                 return False
-            self._entry_fts(conn, "delete", old)
+            lexical.unindex_entry(conn, *k, old[0])
             conn.execute("DELETE FROM entries WHERE id = ?", (old[0],))
             return True
 
@@ -1764,55 +1609,45 @@ class SQLiteStore:
         check_int(limit)
         if query.empty or limit <= 0:
             return []
-        stem, raw = match_sql(query)
-        table = "entry_stem" if stem is not None else "entry_text"
-        expr = stem if stem is not None else raw
-        assert expr is not None  # a non-empty query has words, phrases or prefixes
-        where = [f"{table} MATCH ?"]
-        params: list[Any] = [expr]
-        if stem is not None and raw is not None:
-            where.append("f.rowid IN (SELECT rowid FROM entry_text WHERE entry_text MATCH ?)")
-            params.append(raw)
-        params.extend(k)
-        snippet = f"snippet({table}, -1, '[', ']', '…', {_SNIPPET_TOKENS})"
-        sql = (
-            "SELECT f.rowid, {rank} AS rank, e.updated_us, e.key, e.content, e.description, "
-            "{shown} "
-            f"FROM {table} f CROSS JOIN entries e ON e.id = f.rowid "
-            f"WHERE {' AND '.join(where)}{{config}} AND e.namespace = ? AND e.scope = ? "
-            "AND e.label = ? {order}"
-        )
+        coll = entry_collection(*k)
+        snip = SnippetQuery.from_query(query)
+        out: list[EntryHit] = []
         with self._tx(write=False) as conn:
-            conn.execute("BEGIN")  # one snapshot for the probe, the ranking and the snippets
+            conn.execute("BEGIN")  # one snapshot for the statistics, the rows and the texts
             try:
-                # Plans as in search(). Entry rows join one narrow-keyed table, so SQLite's
-                # sorter stays cheaper than FTS5's rank sorting up to ~1,000 matches (and it
-                # breaks the ties of equal-length documents itself; streaming must read them).
-                n = _count_matches(conn, table, expr, _ENTRY_SORTER_MAX)
-                order = "ORDER BY rank, e.updated_us DESC, e.id DESC LIMIT ?"
-                bm25 = f"bm25({table}, 1.0, 1.0, 0.5)"
-                if n <= _few(limit):
-                    sql = sql.format(rank=bm25, shown=snippet, config="", order=order)
-                    params.append(limit)
-                elif n <= _ENTRY_SORTER_MAX:
-                    sql = sql.format(rank=bm25, shown="NULL", config="", order=order)
-                    params.append(limit)
-                else:
-                    sql = sql.format(
-                        rank="f.rank",
-                        shown=f"CASE WHEN mindstore_first() THEN {snippet} END",
-                        config=" AND f.rank MATCH 'bm25(1.0, 1.0, 0.5)'",
-                        order="ORDER BY f.rank",
-                    )
-                self._first_rows.left = limit
-                top = _top_ranked(conn, sql, params, limit, by_update=True)
-                top = _fill_snippets(conn, table, expr, top, "")
+                ranked = lexical.candidates(conn, coll, query, None, sessions=False, limit=limit)
+                for chunk in _chunks(ranked, limit):
+                    rows = {
+                        r[0]: r
+                        for r in conn.execute(
+                            "SELECT id, key, content, description FROM entries "
+                            "WHERE id IN (SELECT value FROM json_each(?))",
+                            (json.dumps([c[1] for c in chunk]),),
+                        )
+                    }
+                    for score, doc, _ in chunk:
+                        r = rows.get(doc)
+                        if r is None:
+                            continue
+                        fields = (f"{r[1]}\n{r[2]}", r[3] or "")
+                        if query.phrases and not bm25.passes_phrases(query, fields):
+                            continue
+                        out.append(
+                            EntryHit(
+                                key=r[1],
+                                content=r[2],
+                                description=r[3],
+                                snippet=make_snippet(snip, (r[2], r[3] or "", r[1])),
+                                score=score,
+                            )
+                        )
+                        if len(out) >= limit:
+                            break
+                    if len(out) >= limit:
+                        break
             finally:
                 conn.execute("COMMIT")
-        return [
-            EntryHit(key=r[3], content=r[4], description=r[5], snippet=r[6] or "", score=-r[1])
-            for r in top
-        ]
+        return out
 
     # ---- session registry --------------------------------------------------------------------
     @staticmethod
@@ -1951,6 +1786,11 @@ class SQLiteStore:
         assert info is not None
         return info
 
+    async def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> int:
+        """See :meth:`mindstore.store.base.Store.reindex`."""
+        with self._tx(write=True) as conn:
+            return lexical.rebuild(conn, progress)
+
     async def delete_session(self, key: SessionKey) -> bool:
         check_key(key)
         with self._tx(write=True) as conn:
@@ -1960,12 +1800,11 @@ class SQLiteStore:
             conn.execute("DELETE FROM blocks WHERE namespace = ? AND scope = ?", (ns, sess))
             conn.execute("DELETE FROM prompts WHERE namespace = ? AND session_id = ?", (ns, sess))
             entries = conn.execute(
-                "SELECT id, key, content, description FROM entries "
-                "WHERE namespace = ? AND scope = ?",
+                "SELECT id, label FROM entries WHERE namespace = ? AND scope = ?",
                 (ns, sess),
             ).fetchall()
-            for old in entries:
-                self._entry_fts(conn, "delete", old)
+            for doc, label in entries:
+                lexical.unindex_entry(conn, ns, sess, label, doc)
             conn.execute("DELETE FROM entries WHERE namespace = ? AND scope = ?", (ns, sess))
             existed = conn.total_changes != changes_before
             if sid is not None:

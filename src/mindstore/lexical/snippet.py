@@ -1,0 +1,195 @@
+"""Search snippets, made in Python from a bounded window of a result's text. Pure.
+
+Both backends call :func:`make_snippet`, so they show the same snippet. The work per result is
+bounded whatever the text: at most :data:`MAX_SOURCE` characters of each field are looked at
+and at most :data:`MAX_HITS` hits collected, so a 1.7 MB tool output repeating the query word
+costs no more than a short message (the FTS5 ``snippet()`` this replaces was quadratic in the
+hits of a document).
+
+A snippet is a window of at most :data:`SNIPPET_TOKENS` words (CJK characters count as one
+each) of the message's own text — or its tool text when only that matched — chosen to hold the
+most distinct query terms (the earliest such window wins); each hit is wrapped in ``[`` ``]``,
+and ``…`` marks text cut at either end. A hit is a word whose term is a query word or part of a
+phrase, a word starting with a ``prefix*``, or a CJK character of a query's CJK key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from mindstore.lexical.tokens import (
+    _APOSTROPHES,
+    _ASCII_WORD,
+    _CONTRACTIONS,
+    MAX_WORD,
+    Unit,
+    is_cjk,
+    stem,
+    units,
+)
+from mindstore.search import ParsedQuery
+
+__all__ = ["MAX_HITS", "MAX_SOURCE", "SNIPPET_TOKENS", "SnippetQuery", "make_snippet"]
+
+SNIPPET_TOKENS: Final = 16
+MAX_SOURCE: Final = 10_000
+MAX_HITS: Final = 64
+
+
+@dataclass(frozen=True, slots=True)
+class SnippetQuery:
+    """A query prepared for snippets: the terms that are hits, the prefixes, and the CJK keys."""
+
+    terms: frozenset[str]
+    prefixes: tuple[str, ...]
+    cjk: frozenset[str]
+
+    @classmethod
+    def from_query(cls, query: ParsedQuery) -> SnippetQuery:
+        words = [*query.words, *(t for p in query.phrases for t in p)]
+        cjk = frozenset(w for w in words if is_cjk(w[0]))
+        return cls(
+            terms=frozenset(w for w in words if not is_cjk(w[0])),
+            prefixes=query.prefixes,
+            cjk=cjk,
+        )
+
+    def hit(self, seq: list[Unit], i: int) -> str | None:
+        """The query term unit ``i`` of ``seq`` matches, or None."""
+        u = seq[i]
+        if u.cjk:
+            t = u.term
+            if t in self.cjk:
+                return t
+            if i + 1 < len(seq) and seq[i + 1].cjk and t + seq[i + 1].term in self.cjk:
+                return t + seq[i + 1].term
+            if i > 0 and seq[i - 1].cjk and seq[i - 1].term + t in self.cjk:
+                return seq[i - 1].term + t
+            return None
+        if u.term in self.terms:
+            return u.term
+        for p in self.prefixes:
+            if u.raw.startswith(p):
+                return p + "*"
+        return None
+
+
+def make_snippet(query: SnippetQuery, fields: Sequence[str]) -> str:
+    """The snippet of the first field (own text, then tool text) with a hit; the start of the
+    first non-empty field when none has one (a hit on the context field alone)."""
+    for text in fields:
+        if not text:
+            continue
+        source = text[:MAX_SOURCE]
+        seq: list[Unit] = []
+        hits: list[tuple[int, str]] = []
+        if source.isascii() and not query.cjk:
+            _ascii_hits(query, source, seq, hits)
+        else:
+            for u in units(source):
+                seq.append(u)
+                if len(seq) >= 2:
+                    _collect(query, seq, len(seq) - 2, hits)
+                    if len(hits) >= MAX_HITS and len(seq) > hits[-1][0] + SNIPPET_TOKENS:
+                        break
+            else:
+                if seq:
+                    _collect(query, seq, len(seq) - 1, hits)
+        if hits:
+            return _render(source, seq, hits, len(text) > len(source))
+    for text in fields:
+        if text:
+            source = text[:MAX_SOURCE]
+            seq = []
+            for u in units(source):
+                seq.append(u)
+                if len(seq) > SNIPPET_TOKENS:
+                    break
+            return _render(source, seq, [], len(text) > len(source))
+    return ""
+
+
+def _ascii_hits(
+    query: SnippetQuery, source: str, seq: list[Unit], hits: list[tuple[int, str]]
+) -> None:
+    """:func:`units` and hits for ASCII text, without building a unit for every word twice:
+    the same words (contractions dropped), a hit test by stem or prefix."""
+    terms, prefixes = query.terms, query.prefixes
+    append = seq.append
+    prev_end = -2
+    for m in _ASCII_WORD.finditer(source):
+        begin, finish = m.span()
+        raw = m.group().lower()
+        if (
+            begin == prev_end + 1
+            and source[prev_end] in _APOSTROPHES
+            and len(raw) <= 2
+            and raw in _CONTRACTIONS
+        ):
+            prev_end = finish
+            continue
+        prev_end = finish
+        term = stem(raw) if len(raw) <= MAX_WORD else raw
+        append(Unit(raw, term, False, begin, finish))
+        if len(hits) < MAX_HITS:
+            if term in terms:
+                hits.append((len(seq) - 1, term))
+            else:
+                for p in prefixes:
+                    if raw.startswith(p):
+                        hits.append((len(seq) - 1, p + "*"))
+                        break
+        elif len(seq) > hits[-1][0] + SNIPPET_TOKENS:
+            return
+
+
+def _collect(query: SnippetQuery, seq: list[Unit], i: int, hits: list[tuple[int, str]]) -> None:
+    if len(hits) < MAX_HITS:
+        term = query.hit(seq, i)
+        if term is not None:
+            hits.append((i, term))
+
+
+def _render(source: str, seq: list[Unit], hits: list[tuple[int, str]], cut: bool) -> str:
+    if not seq:
+        return source[:200]
+    # the window (of SNIPPET_TOKENS units) starting at a hit, or a few units before it, that
+    # holds the most distinct terms; earliest wins
+    best_start, best_score = 0, -1
+    lead = 2  # show a little text before the first hit
+    for k, (i, _) in enumerate(hits[:64]):
+        start = max(0, i - lead)
+        end = start + SNIPPET_TOKENS
+        distinct = {t for j, t in hits[k:] if j < end}
+        distinct |= {t for j, t in hits[max(0, k - lead) : k] if j >= start}
+        if len(distinct) > best_score:
+            best_start, best_score = start, len(distinct)
+    start = min(best_start, max(0, len(seq) - SNIPPET_TOKENS))
+    end = min(len(seq), start + SNIPPET_TOKENS)
+    marked = {i for i, _ in hits if start <= i < end}
+    out: list[str] = ["…"] if start > 0 else []
+    pos = seq[start].start
+    i = start
+    while i < end:
+        u = seq[i]
+        out.append(source[pos : u.start])
+        if i in marked:
+            # adjacent marked units that share the same span (a CJK run split from one word)
+            j = i
+            while j + 1 < end and j + 1 in marked and seq[j + 1].start == seq[j].end:
+                j += 1
+            out.append("[" + source[u.start : seq[j].end] + "]")
+            pos = seq[j].end
+            i = j + 1
+            continue
+        out.append(source[u.start : u.end])
+        pos = u.end
+        i += 1
+    if end < len(seq) or cut:
+        # keep the text up to the end of the window's last unit; mark the cut
+        out.append("…")
+    elif pos < len(source):
+        out.append(source[pos:])
+    return "".join(out)

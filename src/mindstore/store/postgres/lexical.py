@@ -1,0 +1,271 @@
+"""The lexical index of :class:`~mindstore.store.postgres.PostgresStore` (DESIGN §5.1).
+
+The same two tables as the SQLite backend (``search_terms``: one row per (collection, kind,
+key, document) with term frequencies and the document's length; ``search_stats``: document
+count and total length per (collection, part)), fed by the same Python tokenizer and ranked by
+the same code (:mod:`mindstore.lexical`), so both backends return the same results with the
+same scores. Keys are ``COLLATE "C"`` so a ``prefix*`` is a byte range of the primary key.
+Statistics are kept per (namespace, session): an append updates its own session's row, which
+the append transaction has locked anyway, so concurrent appenders never wait on a shared
+counter. Functions here run inside the caller's transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from mindstore.lexical import bm25
+from mindstore.lexical.collections import entry_collection, message_collection
+from mindstore.search import ParsedQuery
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+
+    Conn = AsyncConnection[Any]
+else:
+    Conn = Any
+
+__all__ = [
+    "CONTEXT_CHARS",
+    "add_rows",
+    "candidates",
+    "clear_session",
+    "index_entry",
+    "message_rows",
+    "rebuild",
+    "reindex_messages",
+    "unindex",
+]
+
+CONTEXT_CHARS: Final = 4_000
+"""Characters of the parent's text indexed as a message's context (as on SQLite)."""
+
+Rows = tuple[
+    list[str], list[int], list[str], list[int], list[int], list[float], list[float], list[float]
+]
+
+
+def message_rows() -> Rows:
+    """Empty column arrays for :func:`add_rows`."""
+    return ([], [], [], [], [], [], [], [])
+
+
+def collect(rows: Rows, coll: str, doc: int, part: int, d: bm25.Document) -> None:
+    """Append a document's rows to the column arrays."""
+    colls, kinds, keys, docs, parts, tfs, ctxs, dls = rows
+    for kind, key, tf, ctx in d.rows:
+        colls.append(coll)
+        kinds.append(kind)
+        keys.append(key)
+        docs.append(doc)
+        parts.append(part)
+        tfs.append(tf)
+        ctxs.append(ctx)
+        dls.append(d.length)
+
+
+def message_document(text: str, tool: str, parent_text: str | None) -> bm25.Document:
+    return bm25.document(text, tool, (parent_text or "")[:CONTEXT_CHARS])
+
+
+_INSERT_ROWS = (
+    "INSERT INTO search_terms (coll, kind, key, doc, part, tf, ctx, dl) "
+    "SELECT * FROM unnest(%s::text[], %s::smallint[], %s::text[], %s::bigint[], %s::bigint[],"
+    " %s::real[], %s::real[], %s::real[])"
+)
+# one row per (coll, part): the first row of each document carries its length
+_ADD_STATS = (
+    "INSERT INTO search_stats AS s (coll, part, docs, length) "
+    "SELECT coll, part, count(*), sum(dl) FROM (SELECT DISTINCT coll, part, doc, dl FROM "
+    "unnest(%s::text[], %s::bigint[], %s::bigint[], %s::real[]) AS u(coll, part, doc, dl)) d "
+    "GROUP BY coll, part "
+    "ON CONFLICT (coll, part) DO UPDATE SET docs = s.docs + excluded.docs, "
+    "length = s.length + excluded.length"
+)
+
+
+async def add_rows(conn: Conn, rows: Rows) -> None:
+    """Insert collected rows and add their documents to the statistics."""
+    if not rows[0]:
+        return
+    await conn.execute(_INSERT_ROWS, rows)
+    await conn.execute(_ADD_STATS, (rows[0], rows[4], rows[3], rows[7]))
+
+
+async def unindex(conn: Conn, coll: str, docs: Sequence[int]) -> None:
+    """Remove documents from collection ``coll`` (rows and statistics)."""
+    if not docs:
+        return
+    await conn.execute(
+        "WITH gone AS (DELETE FROM search_terms WHERE coll = %s AND doc = ANY(%s) "
+        "RETURNING doc, part, dl), per AS (SELECT part, count(*) AS n, sum(dl) AS len FROM "
+        "(SELECT DISTINCT doc, part, dl FROM gone) g GROUP BY part) "
+        "UPDATE search_stats s SET docs = s.docs - per.n, length = s.length - per.len "
+        "FROM per WHERE s.coll = %s AND s.part = per.part",
+        (coll, list(docs), coll),
+    )
+    await conn.execute("DELETE FROM search_stats WHERE coll = %s AND docs <= 0", (coll,))
+
+
+async def reindex_messages(conn: Conn, namespace: str, seqs: Sequence[int]) -> None:
+    """Index ``seqs`` again from their stored text and their (current) parents' text."""
+    if not seqs:
+        return
+    coll = message_collection(namespace)
+    await unindex(conn, coll, seqs)
+    cur = await conn.execute(
+        "SELECT x.seq, m.sid, x.text, x.tool_text, p.text FROM message_search x "
+        "JOIN messages m ON m.seq = x.seq LEFT JOIN message_search p ON p.seq = m.parent_seq "
+        "WHERE x.seq = ANY(%s)",
+        (list(seqs),),
+    )
+    rows = message_rows()
+    for seq, sid, text, tool, parent_text in await cur.fetchall():
+        collect(rows, coll, seq, sid, message_document(text, tool, parent_text))
+    await add_rows(conn, rows)
+
+
+async def children_of(conn: Conn, seqs: Sequence[int]) -> list[int]:
+    cur = await conn.execute(
+        "SELECT seq FROM messages WHERE parent_seq = ANY(%s) AND NOT (seq = ANY(%s))",
+        (list(seqs), list(seqs)),
+    )
+    return [r[0] for r in await cur.fetchall()]
+
+
+async def clear_session(conn: Conn, namespace: str, sid: int) -> None:
+    coll = message_collection(namespace)
+    await conn.execute(
+        "DELETE FROM search_terms WHERE coll = %s "
+        "AND doc IN (SELECT seq FROM messages WHERE sid = %s)",
+        (coll, sid),
+    )
+    await conn.execute("DELETE FROM search_stats WHERE coll = %s AND part = %s", (coll, sid))
+
+
+async def index_entry(
+    conn: Conn,
+    k: tuple[str, str, str],
+    doc: int,
+    key: str,
+    content: str,
+    description: str | None,
+) -> None:
+    coll = entry_collection(*k)
+    rows = message_rows()
+    collect(rows, coll, doc, 0, bm25.document(f"{key}\n{content}", description or ""))
+    await add_rows(conn, rows)
+
+
+async def candidates(
+    conn: Conn,
+    coll: str,
+    query: ParsedQuery,
+    sids: set[int] | None,
+    *,
+    sessions: bool,
+    limit: int,
+) -> list[tuple[float, int, int]]:
+    """As :func:`mindstore.store.sqlite.lexical.candidates`."""
+    cur = await conn.execute(
+        "SELECT part, docs, length FROM search_stats WHERE coll = %s AND docs > 0", (coll,)
+    )
+    stats = await cur.fetchall()
+    n_docs = sum(r[1] for r in stats)
+    if n_docs == 0:
+        return []
+    total = sum(r[2] for r in stats)
+    keys = bm25.term_keys(query)
+    dfs: dict[str, int] = {}
+    if keys:
+        cur = await conn.execute(
+            "SELECT k, (SELECT count(*) FROM (SELECT 1 FROM search_terms "
+            "WHERE coll = %s AND kind = 0 AND key = k LIMIT %s) c) "
+            "FROM unnest(%s::text[]) AS k",
+            (coll, bm25.ROW_BUDGET + 1, keys),
+        )
+        dfs = {r[0]: r[1] for r in await cur.fetchall()}
+    full, probe = bm25.plan(query, dfs)
+    rows: list[Any] = await _term_rows(conn, coll, full)
+    for p in query.prefixes:
+        cur = await conn.execute(
+            "SELECT kind, key, doc, part, tf, ctx, dl FROM search_terms "
+            "WHERE coll = %s AND kind = 1 AND key >= %s AND key < %s",
+            (coll, p, p + "\U0010ffff"),
+        )
+        rows += await cur.fetchall()
+    lengths = {r[0]: r[2] for r in stats} if sessions else None
+    # without phrases every candidate is a hit: only the best `limit` need sorting
+    top = None if query.phrases else limit
+    if not probe:
+        return bm25.rank(query, rows, n_docs, total, sids, lengths, top)
+    docs = bm25.probe_candidates(query, full, rows, n_docs, total, sids, lengths)
+    rows += await _term_rows(conn, coll, probe, docs)
+    partial = {k: dfs[k] for k in probe}
+    return bm25.rank(query, rows, n_docs, total, sids, lengths, top, partial, docs)
+
+
+async def _term_rows(
+    conn: Conn, coll: str, keys: Sequence[str], docs: set[int] | None = None
+) -> list[Any]:
+    if not keys:
+        return []
+    sql = (
+        "SELECT kind, key, doc, part, tf, ctx, dl FROM search_terms "
+        "WHERE coll = %s AND kind = 0 AND key = ANY(%s::text[])"
+    )
+    params: list[Any] = [coll, list(keys)]
+    if docs is not None:
+        sql += " AND doc = ANY(%s::bigint[])"
+        params.append(sorted(docs))
+    cur = await conn.execute(sql, params)
+    return list(await cur.fetchall())
+
+
+async def rebuild(conn: Conn, progress: Callable[[int, int], None] | None = None) -> int:
+    """Rebuild the whole index from the stored messages and entries (inside the caller's
+    transaction). ``progress(done, total)`` is called as documents are indexed."""
+    await conn.execute("DELETE FROM search_terms")
+    await conn.execute("DELETE FROM search_stats")
+    cur = await conn.execute(
+        "SELECT (SELECT count(*) FROM message_search) + (SELECT count(*) FROM entries)"
+    )
+    row = await cur.fetchone()
+    total = int(row[0]) if row is not None else 0
+    done = 0
+    last = -1
+    while True:
+        cur = await conn.execute(
+            "SELECT x.seq, m.sid, x.namespace, x.text, x.tool_text, p.text "
+            "FROM message_search x JOIN messages m ON m.seq = x.seq "
+            "LEFT JOIN message_search p ON p.seq = m.parent_seq "
+            "WHERE x.seq > %s ORDER BY x.seq LIMIT 2000",
+            (last,),
+        )
+        batch = await cur.fetchall()
+        if not batch:
+            break
+        rows = message_rows()
+        for seq, sid, namespace, text, tool, parent_text in batch:
+            collect(
+                rows,
+                message_collection(namespace),
+                seq,
+                sid,
+                message_document(text, tool, parent_text),
+            )
+        await add_rows(conn, rows)
+        last = batch[-1][0]
+        done += len(batch)
+        if progress is not None:
+            progress(done, total)
+    cur = await conn.execute(
+        "SELECT id, namespace, scope, label, key, content, description FROM entries"
+    )
+    for doc, ns, scope, label, key, content, description in await cur.fetchall():
+        await index_entry(conn, (ns, scope, label), doc, key, content, description)
+        done += 1
+    if progress is not None:
+        progress(done, total)
+    return done

@@ -1,0 +1,250 @@
+"""The lexical index of :class:`~mindstore.store.sqlite.SQLiteStore` (DESIGN §5.1).
+
+Tables (migration ``m007_lexical_index``): ``search_terms`` holds one row per (collection,
+kind, key, document) with the term frequencies and the document's length; ``search_stats`` the
+document count and total length per (collection, part). Everything else — tokenising, what a
+document's rows are, BM25, phrases, snippets — is :mod:`mindstore.lexical`, shared with the
+PostgreSQL backend, so both rank identically. Functions here run inside the caller's
+transaction on the caller's connection.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Final
+
+from mindstore.lexical import bm25
+from mindstore.lexical.collections import entry_collection, message_collection
+from mindstore.search import ParsedQuery, index_text
+
+__all__ = [
+    "CONTEXT_CHARS",
+    "candidates",
+    "index_entry",
+    "index_message",
+    "rebuild",
+    "unindex_entry",
+    "unindex_messages",
+]
+
+CONTEXT_CHARS: Final = 4_000
+"""Characters of the parent's text indexed as a message's context."""
+
+_INSERT = (
+    "INSERT INTO search_terms (coll, kind, key, doc, part, tf, ctx, dl) VALUES (?,?,?,?,?,?,?,?)"
+)
+
+
+def _add(conn: sqlite3.Connection, coll: str, doc: int, part: int, d: bm25.Document) -> None:
+    if not d.rows:
+        return
+    dl = d.length
+    conn.executemany(
+        _INSERT, [(coll, k, key, doc, part, tf, ctx, dl) for k, key, tf, ctx in d.rows]
+    )
+    conn.execute(
+        "INSERT INTO search_stats (coll, part, docs, length) VALUES (?, ?, 1, ?) "
+        "ON CONFLICT (coll, part) DO UPDATE SET docs = docs + 1, length = length + excluded.length",
+        (coll, part, dl),
+    )
+
+
+def _parent_text(conn: sqlite3.Connection, parent_seq: int | None) -> str:
+    if parent_seq is None:
+        return ""
+    row = conn.execute("SELECT content FROM messages WHERE seq = ?", (parent_seq,)).fetchone()
+    if row is None:
+        return ""
+    return index_text(json.loads(row[0]))[0][:CONTEXT_CHARS]
+
+
+def index_message(
+    conn: sqlite3.Connection,
+    namespace: str,
+    sid: int,
+    seq: int,
+    message: Any,
+    parent_seq: int | None,
+    parent_text: str | None = None,
+) -> str:
+    """Index one message (own text, tool text, the parent's text as context). Returns the own
+    text (callers pass it on as the next message's ``parent_text`` to spare a read)."""
+    text, tool = index_text(message)
+    ctx = _parent_text(conn, parent_seq) if parent_text is None else parent_text[:CONTEXT_CHARS]
+    _add(conn, message_collection(namespace), seq, sid, bm25.document(text, tool, ctx))
+    return text
+
+
+def _remove(conn: sqlite3.Connection, coll: str, docs: Iterable[int]) -> None:
+    for doc in docs:
+        row = conn.execute(
+            "SELECT part, dl FROM search_terms WHERE coll = ? AND doc = ? LIMIT 1", (coll, doc)
+        ).fetchone()
+        if row is None:
+            continue
+        conn.execute("DELETE FROM search_terms WHERE coll = ? AND doc = ?", (coll, doc))
+        conn.execute(
+            "UPDATE search_stats SET docs = docs - 1, length = length - ? "
+            "WHERE coll = ? AND part = ?",
+            (row[1], coll, row[0]),
+        )
+        conn.execute(
+            "DELETE FROM search_stats WHERE coll = ? AND part = ? AND docs <= 0", (coll, row[0])
+        )
+
+
+def unindex_messages(conn: sqlite3.Connection, namespace: str, seqs: Sequence[int]) -> None:
+    _remove(conn, message_collection(namespace), seqs)
+
+
+def reindex_messages(conn: sqlite3.Connection, namespace: str, seqs: Sequence[int]) -> None:
+    """Index ``seqs`` again from their stored content and their (current) parents' text."""
+    if not seqs:
+        return
+    unindex_messages(conn, namespace, seqs)
+    rows = conn.execute(
+        "SELECT m.seq, m.sid, m.content, m.parent_seq FROM messages m "
+        "WHERE m.seq IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(seqs)),),
+    ).fetchall()
+    for seq, sid, content, parent_seq in rows:
+        index_message(conn, namespace, sid, seq, json.loads(content), parent_seq)
+
+
+def children_of(conn: sqlite3.Connection, seqs: Sequence[int]) -> list[int]:
+    return [
+        r[0]
+        for r in conn.execute(
+            "SELECT seq FROM messages WHERE parent_seq IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(seqs)),),
+        )
+    ]
+
+
+def clear_session(conn: sqlite3.Connection, namespace: str, sid: int) -> None:
+    coll = message_collection(namespace)
+    conn.execute(
+        "DELETE FROM search_terms WHERE coll = ? "
+        "AND doc IN (SELECT seq FROM messages WHERE sid = ?)",
+        (coll, sid),
+    )
+    conn.execute("DELETE FROM search_stats WHERE coll = ? AND part = ?", (coll, sid))
+
+
+def index_entry(
+    conn: sqlite3.Connection,
+    namespace: str,
+    scope: str,
+    label: str,
+    doc: int,
+    key: str,
+    content: str,
+    description: str | None,
+) -> None:
+    """Index a keyed entry: key and content as its text, the description at tool weight."""
+    coll = entry_collection(namespace, scope, label)
+    _add(conn, coll, doc, 0, bm25.document(f"{key}\n{content}", description or ""))
+
+
+def unindex_entry(
+    conn: sqlite3.Connection, namespace: str, scope: str, label: str, doc: int
+) -> None:
+    _remove(conn, entry_collection(namespace, scope, label), [doc])
+
+
+def candidates(
+    conn: sqlite3.Connection,
+    coll: str,
+    query: ParsedQuery,
+    sids: set[int] | None,
+    *,
+    sessions: bool,
+    limit: int,
+) -> list[tuple[float, int, int]]:
+    """Every hit of ``query`` in collection ``coll`` ranked by BM25, best first (phrases not yet
+    confirmed); ``sessions`` adds the session score (message collections)."""
+    stats = conn.execute(
+        "SELECT part, docs, length FROM search_stats WHERE coll = ? AND docs > 0", (coll,)
+    ).fetchall()
+    n_docs = sum(r[1] for r in stats)
+    if n_docs == 0:
+        return []
+    total = sum(r[2] for r in stats)
+    keys = bm25.term_keys(query)
+    dfs: dict[str, int] = {}
+    if keys:
+        dfs = dict(
+            conn.execute(
+                "SELECT value, (SELECT count(*) FROM (SELECT 1 FROM search_terms "
+                "WHERE coll = ? AND kind = 0 AND key = j.value LIMIT ?)) FROM json_each(?) j",
+                (coll, bm25.ROW_BUDGET + 1, json.dumps(keys, ensure_ascii=False)),
+            ).fetchall()
+        )
+    full, probe = bm25.plan(query, dfs)
+    rows: list[Any] = _term_rows(conn, coll, full)
+    for p in query.prefixes:
+        rows += conn.execute(
+            "SELECT kind, key, doc, part, tf, ctx, dl FROM search_terms "
+            "WHERE coll = ? AND kind = 1 AND key >= ? AND key < ?",
+            (coll, p, p + "\U0010ffff"),
+        ).fetchall()
+    lengths = {r[0]: r[2] for r in stats} if sessions else None
+    # without phrases every candidate is a hit: only the best `limit` need sorting
+    top = None if query.phrases else limit
+    if not probe:
+        return bm25.rank(query, rows, n_docs, total, sids, lengths, top)
+    docs = bm25.probe_candidates(query, full, rows, n_docs, total, sids, lengths)
+    rows += _term_rows(conn, coll, probe, docs)
+    partial = {k: dfs[k] for k in probe}
+    return bm25.rank(query, rows, n_docs, total, sids, lengths, top, partial, docs)
+
+
+def _term_rows(
+    conn: sqlite3.Connection, coll: str, keys: Sequence[str], docs: set[int] | None = None
+) -> list[Any]:
+    if not keys:
+        return []
+    sql = (
+        "SELECT kind, key, doc, part, tf, ctx, dl FROM search_terms "
+        "WHERE coll = ? AND kind = 0 AND key IN (SELECT value FROM json_each(?))"
+    )
+    params: list[Any] = [coll, json.dumps(list(keys), ensure_ascii=False)]
+    if docs is not None:
+        sql += " AND doc IN (SELECT value FROM json_each(?))"
+        params.append(json.dumps(sorted(docs)))
+    return conn.execute(sql, params).fetchall()
+
+
+def rebuild(conn: sqlite3.Connection, progress: Callable[[int, int], None] | None = None) -> int:
+    """Rebuild the whole index from the stored messages and entries (inside the caller's
+    transaction). ``progress(done, total)`` is called as documents are indexed."""
+    conn.execute("DELETE FROM search_terms")
+    conn.execute("DELETE FROM search_stats")
+    total = conn.execute("SELECT count(*) FROM messages").fetchone()[0]
+    total += conn.execute("SELECT count(*) FROM entries").fetchone()[0]
+    done = 0
+    last: tuple[int, str] | None = None  # (seq, own text) of the previous message
+    for seq, sid, namespace, content, parent_seq in conn.execute(
+        "SELECT m.seq, m.sid, s.namespace, m.content, m.parent_seq FROM messages m "
+        "JOIN sessions s ON s.sid = m.sid ORDER BY m.seq"
+    ):
+        parent_text = last[1] if last is not None and last[0] == parent_seq else None
+        text = index_message(
+            conn, namespace, sid, seq, json.loads(content), parent_seq, parent_text
+        )
+        last = (seq, text)
+        done += 1
+        if progress is not None and done % 500 == 0:
+            progress(done, total)
+    for doc, namespace, scope, label, key, content, description in conn.execute(
+        "SELECT id, namespace, scope, label, key, content, description FROM entries"
+    ):
+        index_entry(conn, namespace, scope, label, doc, key, content, description)
+        done += 1
+        if progress is not None and done % 500 == 0:
+            progress(done, total)
+    if progress is not None:
+        progress(done, total)
+    return done
