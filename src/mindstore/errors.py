@@ -15,7 +15,8 @@ The tree::
     ├── SchemaVersionError                           the database was written by a newer mindstore
     ├── StoreError                                   a driver failure (original on __cause__)
     ├── ConfigError              (also ValueError)   an invalid `mindstore mcp --config` file
-    └── MissingDependencyError   (also ImportError)  an optional extra is not installed
+    ├── MissingDependencyError   (also ImportError)  an optional extra is not installed
+    └── EmbeddingError                               no embedder for semantic search, or it failed
 
 Invariant: an operation that raises any of these has changed nothing in the store — except a
 ``StoreError`` with ``maybe_committed=True``, whose outcome is unknown (see its docstring).
@@ -29,6 +30,7 @@ __all__ = [
     "CompactionError",
     "ConfigError",
     "ConflictError",
+    "EmbeddingError",
     "InvalidKeyError",
     "InvalidMessageError",
     "MessageNotFoundError",
@@ -123,3 +125,9 @@ class MissingDependencyError(MindstoreError, ImportError):
         )
         self.package = package
         self.extra = extra
+
+
+class EmbeddingError(MindstoreError):
+    """Semantic search or embedding failed: no embedder was given to the store, or the embedder
+    failed or returned something other than one vector per text of its declared size (the
+    embedder's own error, when there was one, is on ``__cause__``)."""

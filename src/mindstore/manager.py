@@ -49,6 +49,7 @@ from mindstore.errors import (
     SessionNotFoundError,
     StoreError,
 )
+from mindstore.hybrid import search_messages
 from mindstore.messages import new_message_id, validate_id
 from mindstore.search import SearchResult, parse_query
 from mindstore.session import DEFAULT_MAX_MESSAGE_BYTES, Session
@@ -56,6 +57,7 @@ from mindstore.store._checks import check_name, check_text
 from mindstore.store.base import AUTO, NewMessage, SessionInfo, SessionKey, Store, _Sentinel
 from mindstore.tokens import Tokenizer
 from mindstore.tools import Tool, ToolSet
+from mindstore.vectors import DEFAULT_SEMANTIC_WEIGHT
 
 __all__ = [
     "SPLIT_CONTEXT_PREFIX",
@@ -585,9 +587,10 @@ class SessionManager:
         limit: int = 20,
         session_ids: Sequence[str] | None = None,
         match: str = "any",
+        mode: str | None = None,
+        semantic_weight: float = DEFAULT_SEMANTIC_WEIGHT,
     ) -> builtins.list[SearchResult]:
-        """Full-text search across this namespace's sessions (DESIGN §5.1): a question or
-        keywords.
+        """Search across this namespace's sessions (DESIGN §5): a question or keywords.
 
         Args:
             query: words, ``"phrases"`` (always required), ``prefix*``; never a syntax error.
@@ -595,6 +598,9 @@ class SessionManager:
             session_ids: only these sessions (``None``: all of the namespace).
             match: ``"any"`` (default): a message matching at least one word is a hit, stop
                 words ignored; ``"all"``: every word must occur in the message itself.
+            mode: ``"lexical"``, ``"semantic"``, ``"hybrid"``; None = hybrid when the store has
+                an embedder, else lexical (see :mod:`mindstore.hybrid`).
+            semantic_weight: the semantic list's share of a hybrid score (0..1).
         """
         if isinstance(session_ids, str):
             raise TypeError("session_ids must be a list of session ids, not a string")
@@ -606,9 +612,22 @@ class SessionManager:
             if not ids:
                 return []
         parsed = parse_query(query, match)
-        if parsed.empty or limit <= 0:
-            return []
-        return await self._store.search(self._namespace, parsed, session_ids=ids, limit=limit)
+
+        async def lexical(k: int) -> builtins.list[SearchResult]:
+            if parsed.empty or k <= 0:
+                return []
+            return await self._store.search(self._namespace, parsed, session_ids=ids, limit=k)
+
+        return await search_messages(
+            self._store,
+            self._namespace,
+            query,
+            limit=limit,
+            session_ids=ids,
+            mode=mode,
+            lexical=lexical,
+            semantic_weight=semantic_weight,
+        )
 
     async def tools(self) -> ToolSet:
         """A :class:`ToolSet` with ``session_search`` over this namespace's conversations."""

@@ -28,11 +28,13 @@ from mindstore.errors import (
     MessageNotFoundError,
     StoreError,
 )
+from mindstore.hybrid import search_messages
 from mindstore.messages import validate_id, validate_message
 from mindstore.search import SearchResult, parse_query
 from mindstore.store._checks import check_name
 from mindstore.store.base import AUTO, UNSET, NewMessage, SessionKey, Store, _Sentinel
 from mindstore.tokens import Tokenizer, estimate_message_tokens
+from mindstore.vectors import DEFAULT_SEMANTIC_WEIGHT
 
 __all__ = ["MessageNode", "RecentHistory", "Session"]
 
@@ -329,21 +331,43 @@ class Session(ContextMixin, CompactionMixin):
         await self._after_clear()
 
     async def search(
-        self, query: str, *, limit: int = 20, match: str = "any"
+        self,
+        query: str,
+        *,
+        limit: int = 20,
+        match: str = "any",
+        mode: str | None = None,
+        semantic_weight: float = DEFAULT_SEMANTIC_WEIGHT,
     ) -> list[SearchResult]:
-        """Full-text search over this session (DESIGN §5.1): a question or keywords.
+        """Search this session (DESIGN §5): a question or keywords.
 
         Args:
             query: words, ``"phrases"`` (always required), ``prefix*``; never a syntax error.
             limit: maximum results, best first (BM25 with the namespace's statistics).
             match: ``"any"`` (default): a message matching at least one word is a hit, stop
                 words ignored; ``"all"``: every word must occur in the message itself.
+            mode: ``"lexical"``, ``"semantic"``, ``"hybrid"``; None = hybrid when the store has
+                an embedder, else lexical (see :mod:`mindstore.hybrid`).
+            semantic_weight: the semantic list's share of a hybrid score (0..1).
         """
         parsed = parse_query(query, match)
-        if parsed.empty or limit <= 0:
-            return []
-        return await self._store.search(
-            self._key.namespace, parsed, session_ids=[self._key.session_id], limit=limit
+
+        async def lexical(k: int) -> list[SearchResult]:
+            if parsed.empty or k <= 0:
+                return []
+            return await self._store.search(
+                self._key.namespace, parsed, session_ids=[self._key.session_id], limit=k
+            )
+
+        return await search_messages(
+            self._store,
+            self._key.namespace,
+            query,
+            limit=limit,
+            session_ids=[self._key.session_id],
+            mode=mode,
+            lexical=lexical,
+            semantic_weight=semantic_weight,
         )
 
 

@@ -25,6 +25,7 @@ def test_the_command_set_is_the_designed_one() -> None:
         "import",
         "stats",
         "mcp",
+        "embed",
         "reindex",
         "delete-namespace",
         "serve",

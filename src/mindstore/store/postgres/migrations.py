@@ -291,6 +291,67 @@ m008_lexical_index: Final = [
 REINDEX_AFTER: Final = "m008_lexical_index"
 """Opening a schema older than this migration rebuilds the lexical index in Python."""
 
+# Why: semantic search (DESIGN §5.2, issue 17). One vector row per message with the embedder's
+# name and dimensions (vectors of another model are never compared: ignored until re-embedded),
+# an L2-normalised float16 ``bytea`` (NULL: nothing to embed), in its own table — measured, a
+# vector in a wide row went through TOAST and a scan took 45 ms instead of 11. A deleted message
+# takes its row along (cascade); triggers drop the rows of an edited message and its children
+# (their embedded text includes the parent's) and of a re-parented one, and bump a per-namespace
+# generation so every worker's cached matrix notices any change with one key lookup. Appends
+# fire none of them. (pgvector, where installed, is added on open — see postgres/vectors.py.)
+m009_message_vectors: Final = [
+    """
+    CREATE TABLE message_vectors (
+        seq bigint PRIMARY KEY REFERENCES messages (seq) ON DELETE CASCADE,
+        namespace text NOT NULL,
+        model text NOT NULL,
+        dims integer NOT NULL,
+        vector bytea
+    )
+    """,
+    "CREATE INDEX message_vectors_by_namespace ON message_vectors (namespace, model, dims)",
+    """
+    CREATE TABLE vector_generations (
+        namespace text PRIMARY KEY,
+        generation bigint NOT NULL
+    )
+    """,
+    """
+    CREATE FUNCTION mindstore_vectors_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO vector_generations AS g (namespace, generation)
+        VALUES (CASE WHEN TG_OP = 'DELETE' THEN OLD.namespace ELSE NEW.namespace END, 1)
+        ON CONFLICT (namespace) DO UPDATE SET generation = g.generation + 1;
+        IF TG_OP = 'UPDATE' AND OLD.namespace <> NEW.namespace THEN
+            INSERT INTO vector_generations AS g (namespace, generation) VALUES (OLD.namespace, 1)
+            ON CONFLICT (namespace) DO UPDATE SET generation = g.generation + 1;
+        END IF;
+        RETURN NULL;
+    END $$
+    """,
+    """
+    CREATE TRIGGER message_vectors_changed AFTER INSERT OR UPDATE OR DELETE ON message_vectors
+    FOR EACH ROW EXECUTE FUNCTION mindstore_vectors_changed()
+    """,
+    """
+    CREATE FUNCTION mindstore_message_edited() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF NEW.content IS DISTINCT FROM OLD.content THEN
+            DELETE FROM message_vectors WHERE seq = NEW.seq
+                OR seq IN (SELECT seq FROM messages WHERE parent_seq = NEW.seq);
+        END IF;
+        IF NEW.parent_seq IS DISTINCT FROM OLD.parent_seq THEN
+            DELETE FROM message_vectors WHERE seq = NEW.seq;
+        END IF;
+        RETURN NULL;
+    END $$
+    """,
+    """
+    CREATE TRIGGER messages_vector_on_edit AFTER UPDATE OF content, parent_seq ON messages
+    FOR EACH ROW EXECUTE FUNCTION mindstore_message_edited()
+    """,
+]
+
 MIGRATIONS: Final[list[tuple[int, str, list[str]]]] = [
     (1, "m001_message_tree", m001_message_tree),
     (2, "m002_message_search", m002_message_search),
@@ -300,6 +361,7 @@ MIGRATIONS: Final[list[tuple[int, str, list[str]]]] = [
     (6, "m006_entry_records", m006_entry_records),
     (7, "m007_token_estimates", m007_token_estimates),
     (8, "m008_lexical_index", m008_lexical_index),
+    (9, "m009_message_vectors", m009_message_vectors),
 ]
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]

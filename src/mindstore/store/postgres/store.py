@@ -74,14 +74,16 @@ from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from datetime import datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, Self, TypeVar
 
+from mindstore.embeddings import Embedder
 from mindstore.errors import (
     CompactionError,
     ConflictError,
     InvalidKeyError,
     InvalidMessageError,
     MessageNotFoundError,
+    MindstoreError,
     MissingDependencyError,
     SchemaVersionError,
     SessionNotFoundError,
@@ -107,6 +109,7 @@ from mindstore.store._checks import (
     not_found,
     prefix_upper_bound,
 )
+from mindstore.store._vectors import check_embedder, require_embedder
 from mindstore.store.base import (
     AUTO,
     UNSET,
@@ -130,6 +133,7 @@ from mindstore.store.postgres.migrations import (
     REINDEX_AFTER,
     SCHEMA_TABLE_SQL,
 )
+from mindstore.store.postgres.vectors import PostgresVectors
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -383,8 +387,20 @@ class PostgresStore:
     ``async with``.
     """
 
-    def __init__(self, pool: AsyncConnectionPool[Any], *, schema: str | None, dsn: str) -> None:
+    def __init__(
+        self,
+        pool: AsyncConnectionPool[Any],
+        *,
+        schema: str | None,
+        dsn: str,
+        embedder: Embedder | None = None,
+        vector_index: str = "auto",
+    ) -> None:
         """Use :meth:`PostgresStore.open`."""
+        self._embedder = check_embedder(embedder)
+        self._vectors = (
+            PostgresVectors(self, self._embedder, vector_index) if self._embedder else None
+        )
         self._pool = pool
         self._schema = schema
         self._dsn = dsn
@@ -407,6 +423,57 @@ class PostgresStore:
         """The schema holding the tables (None: the server's default search_path)."""
         return self._schema
 
+    # ---- vectors (DESIGN §5.2; the work is in postgres/vectors.py) -------------------------
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder given to the store, or None (lexical search only)."""
+        return self._embedder
+
+    def _require_vectors(self, what: str) -> PostgresVectors:
+        require_embedder(self._embedder, what)
+        assert self._vectors is not None
+        return self._vectors
+
+    async def embed_pending(
+        self,
+        *,
+        limit: int | None = None,
+        batch_size: int = 64,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Embed messages that have no vector of this store's embedder yet, ``batch_size`` per
+        call to the embedder and per transaction; returns how many were embedded.
+        ``progress(n)`` is called after each batch."""
+        vectors = self._require_vectors("embed_pending")
+        return await vectors.embed_pending(limit=limit, batch_size=batch_size, progress=progress)
+
+    async def pending_embeddings(self) -> int:
+        """How many messages have no vector of this store's embedder."""
+        return await self._require_vectors("pending_embeddings").pending_count()
+
+    async def drop_vectors(self) -> int:
+        """Delete every stored vector (any embedder) so the next embed_pending re-embeds all."""
+        return await self._require_vectors("drop_vectors").drop_vectors()
+
+    async def semantic_search(
+        self,
+        namespace: str,
+        query: str,
+        *,
+        session_ids: Sequence[str] | None = None,
+        limit: int = 20,
+    ) -> list[SearchResult]:
+        """Nearest messages of the namespace to ``query`` by the embedder (exact cosine k-NN
+        over the namespace's vectors of this embedder), best first."""
+        check_name(namespace, "namespace")
+        check_int(limit)
+        if session_ids is not None:
+            if isinstance(session_ids, str):
+                raise TypeError("session_ids must be a sequence of session ids, not a string")
+            session_ids = [check_name(s, "session id") for s in session_ids]
+        vectors = self._require_vectors("semantic search")
+        return await vectors.search(namespace, query, session_ids=session_ids, limit=limit)
+
     # ---- lifecycle -------------------------------------------------------------------------
     @classmethod
     async def open(
@@ -422,6 +489,8 @@ class PostgresStore:
         statement_timeout: float | None = DEFAULT_STATEMENT_TIMEOUT,
         idle_in_transaction_timeout: float | None = DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT,
         read_only: bool = False,
+        embedder: Embedder | None = None,
+        vector_index: Literal["auto", "pgvector", "exact"] = "auto",
     ) -> PostgresStore:
         """Migrate the database (under an advisory lock) and open a connection pool.
 
@@ -451,6 +520,12 @@ class PostgresStore:
             read_only: only read an existing, current mindstore schema: nothing is created or
                 migrated (a missing or older schema raises StoreError) and every connection
                 runs with ``default_transaction_read_only`` on, so a write raises StoreError.
+            embedder: an :class:`~mindstore.embeddings.Embedder` for semantic and hybrid search
+                (DESIGN §5.2). Appends never call it; :meth:`embed_pending` embeds what is new.
+            vector_index: ``"auto"``: pgvector's HNSW index when ``CREATE EXTENSION vector``
+                succeeds (or the extension is there), else the exact scan with a logged
+                warning; ``"pgvector"``: require it (StoreError if unavailable); ``"exact"``:
+                never use it. Only used with an embedder.
 
         Raises:
             MissingDependencyError: psycopg is missing (``pip install 'mindstore[postgres]'``).
@@ -465,6 +540,11 @@ class PostgresStore:
             raise MissingDependencyError("psycopg_pool", "postgres") from e
         if not isinstance(dsn, str):
             raise TypeError(f"dsn must be a string, got {type(dsn).__name__}")
+        check_embedder(embedder)
+        if vector_index not in ("auto", "pgvector", "exact"):
+            raise ValueError(
+                f"vector_index must be 'auto', 'pgvector' or 'exact', got {vector_index!r}"
+            )
         if schema is not None:
             check_name(schema, "schema")
         if not isinstance(min_size, int) or not isinstance(max_size, int):
@@ -515,8 +595,16 @@ class PostgresStore:
         except psycopg.Error as e:
             await pool.close()
             raise StoreError(f"cannot connect to PostgreSQL at {_redact(dsn)}: {e}") from e
-        store = cls(pool, schema=schema, dsn=dsn)
+        store = cls(pool, schema=schema, dsn=dsn, embedder=embedder, vector_index=vector_index)
         store._limits = {"connect_timeout": connect_timeout, **timeouts}
+        if store._vectors is not None:
+            try:
+                await store._vectors.setup(read_only)
+            except BaseException as exc:
+                await pool.close()
+                if isinstance(exc, MindstoreError):
+                    raise
+                raise StoreError(f"pgvector is not available: {exc}") from exc
         return store
 
     async def __aenter__(self) -> Self:

@@ -13,7 +13,25 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["LATEST_VERSION", "MIGRATIONS", "REINDEX_AFTER"]
+__all__ = ["LATEST_VERSION", "MIGRATIONS", "REINDEX_AFTER", "statements"]
+
+
+def statements(sql: str) -> list[str]:
+    """Split a migration into statements; a trigger body's own semicolons stay inside it."""
+    import sqlite3
+
+    out: list[str] = []
+    buf = ""
+    for piece in sql.split(";"):
+        buf += piece + ";"
+        if sqlite3.complete_statement(buf):
+            if buf.strip(" \n;"):
+                out.append(buf.strip())
+            buf = ""
+    if buf.strip(" \n;"):
+        out.append(buf.strip())
+    return out
+
 
 # Why: sessions get a small integer ``sid`` so the message table and its unique index carry an
 # integer instead of two repeated strings (smaller file, faster lookups). The sessions row is
@@ -259,6 +277,46 @@ CREATE TABLE search_pending (
 REINDEX_AFTER: Final = "m009_lexical_index"
 """Opening a file older than this migration rebuilds the lexical index in Python."""
 
+# Why: semantic search (DESIGN §5.2, issue 17). One vector row per message, keyed by seq, with
+# the embedder's name and dimensions so vectors of another model are never compared (they are
+# ignored until re-embedded). float16 BLOBs: half of float32, no measurable loss of ranking.
+# Triggers keep vectors in step with edits and deletes without touching the append path (an
+# append writes no vector and fires none of them), and bump a per-namespace generation that lets
+# a search reuse its cached matrix until something in that namespace changed, in any process.
+# ``vector`` NULL = the message has no text to embed (it is not pending any more).
+m010_message_vectors: Final = """
+CREATE TABLE message_vectors (
+    seq INTEGER PRIMARY KEY,
+    namespace TEXT NOT NULL,
+    model TEXT NOT NULL,
+    dims INTEGER NOT NULL,
+    vector BLOB
+);
+CREATE INDEX message_vectors_by_namespace ON message_vectors (namespace, model, dims);
+CREATE TABLE vector_generations (
+    namespace TEXT PRIMARY KEY,
+    generation INTEGER NOT NULL
+);
+CREATE TRIGGER message_vectors_inserted AFTER INSERT ON message_vectors BEGIN
+    INSERT INTO vector_generations (namespace, generation) VALUES (new.namespace, 1)
+    ON CONFLICT (namespace) DO UPDATE SET generation = generation + 1;
+END;
+CREATE TRIGGER message_vectors_deleted AFTER DELETE ON message_vectors BEGIN
+    INSERT INTO vector_generations (namespace, generation) VALUES (old.namespace, 1)
+    ON CONFLICT (namespace) DO UPDATE SET generation = generation + 1;
+END;
+CREATE TRIGGER messages_vector_on_edit AFTER UPDATE OF content ON messages BEGIN
+    DELETE FROM message_vectors WHERE seq = new.seq
+        OR seq IN (SELECT seq FROM messages WHERE parent_seq = new.seq);
+END;
+CREATE TRIGGER messages_vector_on_reparent AFTER UPDATE OF parent_seq ON messages BEGIN
+    DELETE FROM message_vectors WHERE seq = new.seq;
+END;
+CREATE TRIGGER messages_vector_on_delete AFTER DELETE ON messages BEGIN
+    DELETE FROM message_vectors WHERE seq = old.seq;
+END;
+"""
+
 MIGRATIONS: Final[list[tuple[int, str, str]]] = [
     (1, "m001_message_tree", m001_message_tree),
     (2, "m002_message_search", m002_message_search),
@@ -269,6 +327,7 @@ MIGRATIONS: Final[list[tuple[int, str, str]]] = [
     (7, "m007_entry_records", m007_entry_records),
     (8, "m008_token_estimates", m008_token_estimates),
     (9, "m009_lexical_index", m009_lexical_index),
+    (10, "m010_message_vectors", m010_message_vectors),
 ]
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]

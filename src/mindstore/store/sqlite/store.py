@@ -127,6 +127,7 @@ from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any, Literal, Self
 
+from mindstore.embeddings import Embedder
 from mindstore.errors import (
     CompactionError,
     ConflictError,
@@ -156,6 +157,7 @@ from mindstore.store._checks import (
     check_text,
     prefix_upper_bound,
 )
+from mindstore.store._vectors import check_embedder, require_embedder
 from mindstore.store.base import (
     AUTO,
     UNSET,
@@ -173,7 +175,13 @@ from mindstore.store.base import (
     _Sentinel,
 )
 from mindstore.store.sqlite import lexical
-from mindstore.store.sqlite.migrations import LATEST_VERSION, MIGRATIONS, REINDEX_AFTER
+from mindstore.store.sqlite.migrations import (
+    LATEST_VERSION,
+    MIGRATIONS,
+    REINDEX_AFTER,
+    statements,
+)
+from mindstore.store.sqlite.vectors import SQLiteVectors
 
 __all__ = ["SQLiteStore"]
 
@@ -485,6 +493,8 @@ class SQLiteStore:
             with an older schema raises :class:`~mindstore.errors.StoreError` on open; every
             write method raises :class:`~mindstore.errors.StoreError`. Used by the CLI's read
             commands.
+        embedder: an :class:`~mindstore.embeddings.Embedder` for semantic and hybrid search
+            (DESIGN §5.2). Appends never call it; :meth:`embed_pending` embeds what is new.
 
     The constructor does no I/O; the database is opened (and migrated) on first use.
     """
@@ -496,6 +506,7 @@ class SQLiteStore:
         synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
         busy_timeout: float = 30.0,
         read_only: bool = False,
+        embedder: Embedder | None = None,
     ) -> None:
         if not isinstance(path, str | os.PathLike):
             raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
@@ -520,6 +531,8 @@ class SQLiteStore:
         self._tx_owner: object | None = None
         self._tx_readonly = False
         self._tx_task: ContextVar[object | None] = ContextVar("mindstore_sqlite_tx", default=None)
+        self._embedder = check_embedder(embedder)
+        self._vectors = SQLiteVectors(self, self._embedder) if self._embedder else None
 
     def __repr__(self) -> str:
         ro = ", read_only=True" if self._read_only else ""
@@ -529,6 +542,57 @@ class SQLiteStore:
     def database(self) -> str:
         """The database path as given (``":memory:"`` for an in-memory store)."""
         return self._path
+
+    # ---- vectors (DESIGN §5.2; the work is in sqlite/vectors.py) ---------------------------
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder given to the store, or None (lexical search only)."""
+        return self._embedder
+
+    def _require_vectors(self, what: str) -> SQLiteVectors:
+        require_embedder(self._embedder, what)
+        assert self._vectors is not None
+        return self._vectors
+
+    async def embed_pending(
+        self,
+        *,
+        limit: int | None = None,
+        batch_size: int = 64,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Embed messages that have no vector of this store's embedder yet, ``batch_size`` per
+        call to the embedder and per transaction; returns how many were embedded.
+        ``progress(n)`` is called after each batch."""
+        vectors = self._require_vectors("embed_pending")
+        return await vectors.embed_pending(limit=limit, batch_size=batch_size, progress=progress)
+
+    async def pending_embeddings(self) -> int:
+        """How many messages have no vector of this store's embedder."""
+        return await self._require_vectors("pending_embeddings").pending_count()
+
+    async def drop_vectors(self) -> int:
+        """Delete every stored vector (any embedder) so the next embed_pending re-embeds all."""
+        return await self._require_vectors("drop_vectors").drop_vectors()
+
+    async def semantic_search(
+        self,
+        namespace: str,
+        query: str,
+        *,
+        session_ids: Sequence[str] | None = None,
+        limit: int = 20,
+    ) -> list[SearchResult]:
+        """Nearest messages of the namespace to ``query`` by the embedder (exact cosine k-NN
+        over the namespace's vectors of this embedder), best first."""
+        check_name(namespace, "namespace")
+        check_int(limit)
+        if session_ids is not None:
+            if isinstance(session_ids, str):
+                raise TypeError("session_ids must be a sequence of session ids, not a string")
+            session_ids = [check_name(s, "session id") for s in session_ids]
+        vectors = self._require_vectors("semantic search")
+        return await vectors.search(namespace, query, session_ids=session_ids, limit=limit)
 
     # ---- lifecycle -------------------------------------------------------------------------
     async def __aenter__(self) -> Self:
@@ -644,9 +708,8 @@ class SQLiteStore:
             reindex = False
             for number, name, sql in MIGRATIONS:
                 if number > version:
-                    for statement in sql.split(";"):
-                        if statement.strip():
-                            conn.execute(statement)
+                    for statement in statements(sql):
+                        conn.execute(statement)
                     reindex = reindex or name == REINDEX_AFTER
             if reindex and version > 0:
                 lexical.rebuild(conn)  # an older file: build the lexical index once

@@ -1,0 +1,98 @@
+"""``mindstore embed [--rebuild]`` and the embedder option of ``search --mode`` (DESIGN §5.2)."""
+
+from __future__ import annotations
+
+import click
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+from mindstore.embeddings import Embedder, OpenAIEmbedder, default_embedder
+
+from .app import CliError, Out, _env, _run, cli, json_option, opened
+
+__all__ = ["cli_embedder", "embed", "embedder_option"]
+
+
+def cli_embedder(spec: str) -> Embedder:
+    """``default`` (the offline model of the ``embeddings`` extra) or ``openai:MODEL[@DIMS]``
+    (any OpenAI-compatible endpoint: ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``)."""
+    if spec == "default":
+        return default_embedder()
+    if spec.startswith("openai:") and len(spec) > len("openai:"):
+        model, _, dims = spec[len("openai:") :].partition("@")
+        try:
+            return OpenAIEmbedder(model, dimensions=int(dims) if dims else None)
+        except ValueError as exc:
+            raise CliError(f"--embedder {spec}: {exc}") from None
+    raise CliError(
+        f"--embedder {spec!r}: use 'default' (offline, the embeddings extra) or "
+        "'openai:MODEL[@DIMENSIONS]' (OPENAI_BASE_URL / OPENAI_API_KEY name the endpoint)"
+    )
+
+
+def embedder_option(fn: click.decorators.FC) -> click.decorators.FC:
+    return click.option(
+        "--embedder",
+        "embedder_spec",
+        default="default",
+        show_default=True,
+        envvar="MINDSTORE_EMBEDDER",
+        metavar="SPEC",
+        help="'default' (offline multilingual model) or 'openai:MODEL[@DIMS]'.",
+    )(fn)
+
+
+class _RateColumn(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("-- texts/s" if speed is None else f"{speed:,.1f} texts/s")
+
+
+@cli.command()
+@click.option("--rebuild", is_flag=True, help="Drop every stored vector and embed all again.")
+@click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1))
+@embedder_option
+@json_option
+def embed(rebuild: bool, batch_size: int, embedder_spec: str) -> None:
+    """Embed the messages that have no vector of the embedder yet (every namespace), for
+    semantic and hybrid search. Safe to interrupt: finished batches are kept."""
+    env = _env()
+    embedder = cli_embedder(embedder_spec)
+
+    async def go() -> tuple[int, int]:
+        async with opened(env, embedder=embedder) as store:
+            dropped = await store.drop_vectors() if rebuild else 0  # type: ignore[attr-defined]
+            total = await store.pending_embeddings()  # type: ignore[attr-defined]
+            err = Console(stderr=True)
+            if env.json or not err.is_terminal:
+                done = await store.embed_pending(batch_size=batch_size)  # type: ignore[attr-defined]
+                return done, dropped
+            columns = (
+                TextColumn("embedding"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                _RateColumn(),
+                TimeRemainingColumn(),
+            )
+            with Progress(*columns, console=err, transient=True) as bar:
+                task = bar.add_task("embedding", total=total)
+                done = await store.embed_pending(  # type: ignore[attr-defined]
+                    batch_size=batch_size, progress=lambda n: bar.advance(task, n)
+                )
+            return done, dropped
+
+    done, dropped = _run(go())
+    out = Out()
+    if env.json:
+        out.json({"embedded": done, "dropped": dropped, "embedder": embedder.name})
+        return
+    out.print(f"embedded {done} messages with {embedder.name}")

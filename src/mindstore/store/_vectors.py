@@ -1,0 +1,123 @@
+"""The backend-neutral half of embedding and vector search; backends supply only SQL.
+
+A message is *pending* while it has no vector row for the store's embedder (``name`` and
+``dimensions``): never embedded, embedded by another embedder, or its row was dropped because the
+message (or its parent, which is part of the embedded text) changed. Rows of another embedder are
+never read by a search; embedding replaces them.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mindstore.embeddings import Embedder, embed_batch
+from mindstore.errors import EmbeddingError
+from mindstore.search import index_text
+from mindstore.vectors import embedding_text, encode_vector
+
+__all__ = ["PendingRow", "check_embedder", "message_text", "require_embedder", "run_embed_pending"]
+
+
+@dataclass(frozen=True, slots=True)
+class PendingRow:
+    key: int
+    content: str
+    parent_content: str | None
+
+
+def message_text(content: str | None) -> str:
+    """The indexed text of a stored message's JSON (text parts, else its tool text)."""
+    if not content:
+        return ""
+    try:
+        message = json.loads(content)
+    except ValueError:
+        return ""
+    text, tool_text = index_text(message)
+    return text or tool_text
+
+
+def check_embedder(embedder: Any) -> Embedder | None:
+    if embedder is None:
+        return None
+    name = getattr(embedder, "name", None)
+    dims = getattr(embedder, "dimensions", None)
+    if not isinstance(name, str) or not name or not callable(getattr(embedder, "embed", None)):
+        raise TypeError(
+            "embedder must have a non-empty str name, dimensions and an embed(texts) method "
+            "(see mindstore.embeddings.Embedder)"
+        )
+    if isinstance(dims, bool) or not isinstance(dims, int) or dims < 1:
+        raise TypeError(f"embedder {name!r} must declare dimensions as a positive int")
+    return embedder  # type: ignore[no-any-return]
+
+
+def require_embedder(embedder: Embedder | None, what: str) -> Embedder:
+    if embedder is None:
+        raise EmbeddingError(
+            f"{what} needs an embedder: open the store with embedder=... "
+            "(e.g. mindstore.embeddings.default_embedder())"
+        )
+    return embedder
+
+
+Fetch = Callable[[int], Sequence[PendingRow] | Awaitable[Sequence[PendingRow]]]
+Write = Callable[[list[tuple[PendingRow, bytes | None]]], int | Awaitable[int]]
+
+
+async def run_embed_pending(
+    embedder: Embedder,
+    fetch: Fetch,
+    write: Write,
+    *,
+    limit: int | None,
+    batch_size: int,
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Embed pending messages batch by batch; each batch is written in its own transaction, so
+    a crash loses at most the batch being embedded (which stays pending). ``write`` skips rows
+    whose message or parent changed since ``fetch`` (they stay pending). Returns the number of
+    messages given a vector row."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise ValueError(f"limit must be None or a non-negative integer, got {limit!r}")
+    done = 0
+    skipped_keys: set[int] = set()
+    while limit is None or done < limit:
+        n = batch_size if limit is None else min(batch_size, limit - done)
+        rows = fetch(n + len(skipped_keys))
+        if inspect.isawaitable(rows):
+            rows = await rows
+        rows = [r for r in rows if r.key not in skipped_keys][:n]
+        if not rows:
+            break
+        texts: list[str] = []
+        embed_rows: list[PendingRow] = []
+        out: list[tuple[PendingRow, bytes | None]] = []
+        for r in rows:
+            own = message_text(r.content)
+            if not own.strip():
+                out.append((r, None))  # nothing to embed: a row marks it done
+                continue
+            embed_rows.append(r)
+            texts.append(embedding_text(own, message_text(r.parent_content) or None))
+        vectors = await embed_batch(embedder, texts)
+        out.extend((r, encode_vector(v)) for r, v in zip(embed_rows, vectors, strict=True))
+        written = write(out)
+        if inspect.isawaitable(written):
+            written = await written
+        assert isinstance(written, int)
+        if written < len(out):
+            # Rows that changed under us are left pending; do not loop on them in this call.
+            skipped_keys.update(r.key for r, _ in out)
+        done += written
+        if progress is not None:
+            progress(len(out))
+        if written == 0 and len(rows) < n:
+            break
+    return done
