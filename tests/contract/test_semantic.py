@@ -326,3 +326,26 @@ async def test_hnsw_and_exact_agree(backend: str, tmp_path: Path) -> None:
             assert whole[0].message_id == exact[0].message_id
     finally:
         await close_test_store(store, token)
+
+
+async def test_open_store_takes_an_embedder(backend: str, tmp_path: Path) -> None:
+    from backends import POSTGRES_URL, drop_schema, new_schema_name
+    from mindstore import open_store
+
+    emb = HashEmbedder()
+    if backend == "sqlite":
+        store = await open_store(f"sqlite:///{tmp_path / 'o.db'}", embedder=emb)
+        schema = None
+    elif backend == "postgres" and POSTGRES_URL:
+        schema = new_schema_name()
+        store = await open_store(POSTGRES_URL, schema=schema, embedder=emb)
+    else:
+        pytest.skip("covered by the sqlite and postgres cases")
+    try:
+        assert store.embedder is emb  # type: ignore[attr-defined]
+        await Session.create(store, "s").append_message(msg("a", "open store"))
+        assert await store.embed_pending() == 1  # type: ignore[attr-defined]
+    finally:
+        await store.aclose()
+        if schema:
+            await drop_schema(POSTGRES_URL, schema)
