@@ -158,4 +158,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--no-postgres", action="store_true")
     parser.add_argument("--weights", default="0.5", help="hybrid weights, comma-separated")
-    sys.exit(asyncio.run(main(parser.parse_args(), json.loads(DATA.read_text()))))
+    parser.add_argument(
+        "--conversations", type=int, default=None, help="only the first N conversations"
+    )
+    args = parser.parse_args()
+    data = json.loads(DATA.read_text())[: args.conversations]
+    sys.exit(asyncio.run(main(args, data)))
