@@ -76,6 +76,10 @@ _EXPORTS: dict[str, str] = {
     "ToolSet": "mindstore.tools",
     "HuggingFaceTokenizer": "mindstore.tokens",
     "TiktokenTokenizer": "mindstore.tokens",
+    # whole-history converters (turning a conversation from an API shape into messages)
+    "from_anthropic_messages": "mindstore.formats",
+    "from_openai_chat_messages": "mindstore.formats",
+    "from_openai_responses_items": "mindstore.formats",
 }
 
 # A literal list (not sorted(_EXPORTS)) so type checkers see the re-exports; a meta test
@@ -128,6 +132,9 @@ __all__ = [
     "default_embedder",
     "estimate_message_tokens",
     "estimate_string_tokens",
+    "from_anthropic_messages",
+    "from_openai_chat_messages",
+    "from_openai_responses_items",
     "new_message_id",
     "open_store",
     "render_system_prompt",
@@ -163,6 +170,11 @@ if TYPE_CHECKING:
         SessionNotFoundError,
         StoreError,
         TokenBudgetError,
+    )
+    from mindstore.formats import (
+        from_anthropic_messages,
+        from_openai_chat_messages,
+        from_openai_responses_items,
     )
     from mindstore.manager import SessionManager
     from mindstore.messages import new_message_id, validate_message

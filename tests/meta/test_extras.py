@@ -106,3 +106,11 @@ def test_embeddings_extra_numpy_for_vectors(monkeypatch: pytest.MonkeyPatch) -> 
     with pytest.raises(MissingDependencyError) as info:
         encode_vector([1.0, 0.0])
     _assert_names_extra(info.value, "embeddings")
+
+
+def test_openai_agents_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    _hide(monkeypatch, "agents")
+    _reimport(monkeypatch, "mindstore.integrations.openai_agents")
+    with pytest.raises(MissingDependencyError) as info:
+        import mindstore.integrations.openai_agents  # noqa: F401
+    _assert_names_extra(info.value, "openai-agents")

@@ -804,16 +804,30 @@ def _write_with_progress(fh: IO[str], records: list[dict[str, Any]]) -> None:
 @click.option(
     "--session", "session_id", default=None, metavar="ID", help="Import under this session id."
 )
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["mindstore", "openai-chat", "openai-responses", "anthropic"]),
+    default="mindstore",
+    show_default=True,
+    help="mindstore: a `mindstore export` file; otherwise a JSON array (or JSON Lines) of that "
+    "API's messages/items, imported as one new session (default id: the file name).",
+)
 @json_option
-def import_(file: str, session_id: str | None) -> None:
+def import_(file: str, session_id: str | None, fmt: str = "mindstore") -> None:
     """Import a session exported with `mindstore export` (FILE, or - for standard input).
 
     The whole file is validated first: a malformed line is reported as `line N: …` and
-    nothing is imported. The session must not exist yet.
+    nothing is imported. The session must not exist yet. With `--format openai-chat`,
+    `openai-responses` or `anthropic` FILE holds a conversation in that API's shape.
     """
     env = _env()
     out = Out()
     # Checked before the file is read and before the store is opened: nothing is touched.
+    if fmt != "mindstore":
+        from .foreign import foreign_session_id
+
+        session_id = foreign_session_id(file, session_id)
     if session_id is not None:
         _checked(check_name, session_id, "--session")
     namespace = _namespace(env) if env.namespace_given else None
@@ -826,7 +840,14 @@ def import_(file: str, session_id: str | None) -> None:
         stream = open(file, "rb")  # noqa: SIM115 - closed below
         size = os.fstat(stream.fileno()).st_size
     try:
-        if _progress_enabled(size, PROGRESS_MIN_BYTES):
+        if fmt != "mindstore":
+            from .foreign import parse_foreign
+
+            assert session_id is not None
+            data = parse_foreign(
+                decode_lines(stream), fmt, namespace=_namespace(env), session_id=session_id
+            )
+        elif _progress_enabled(size, PROGRESS_MIN_BYTES):
             from rich.progress import Progress
 
             with Progress(console=Console(stderr=True), transient=True) as bar:

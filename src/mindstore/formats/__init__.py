@@ -3,7 +3,11 @@
 ``to_openai_chat(history)``, ``to_openai_responses(history)`` and ``to_anthropic(history)``
 (→ ``(system, messages)``) turn a history — typically ``await session.get_history()`` — into
 what each API takes; ``from_openai_chat``, ``from_openai_responses`` and ``from_anthropic`` turn a
-model reply (an SDK response object or its dict) into an assistant message to append.
+model reply (an SDK response object or its dict) into an assistant message to append (anything
+but an assistant reply raises ``InvalidMessageError``; a role is never changed).
+``from_openai_chat_messages``, ``from_openai_responses_items`` and ``from_anthropic_messages``
+turn whole conversations back into messages (see :mod:`mindstore.formats.history`), so
+``to_X(from_X(history))`` round-trips.
 
 Guarantees shared by all three formats (details in :mod:`mindstore.formats._plan`):
 
@@ -21,6 +25,11 @@ Guarantees shared by all three formats (details in :mod:`mindstore.formats._plan
 
 from mindstore.formats._plan import PENDING_STUB, SUMMARY_PREFIX
 from mindstore.formats.anthropic_messages import from_anthropic, to_anthropic
+from mindstore.formats.history import (
+    from_anthropic_messages,
+    from_openai_chat_messages,
+    from_openai_responses_items,
+)
 from mindstore.formats.openai_chat import from_openai_chat, to_openai_chat
 from mindstore.formats.openai_responses import from_openai_responses, to_openai_responses
 
@@ -28,8 +37,11 @@ __all__ = [
     "PENDING_STUB",
     "SUMMARY_PREFIX",
     "from_anthropic",
+    "from_anthropic_messages",
     "from_openai_chat",
+    "from_openai_chat_messages",
     "from_openai_responses",
+    "from_openai_responses_items",
     "to_anthropic",
     "to_openai_chat",
     "to_openai_responses",

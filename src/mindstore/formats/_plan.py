@@ -26,7 +26,9 @@ keeps the three formats consistent:
   and it never goes into the system prompt, which must stay frozen for prefix caching.
 * ``system`` messages become system turns; user and ``tool`` messages contribute their text
   and files as a user turn (tool parts in them are results, already placed after their call).
-* Unknown part types (``step-start``, ``source-url``, ``data-*``...) send nothing.
+* Unknown part types (``step-start``, ``source-url``, ``data-*``...) send nothing, nor do tool
+  parts marked ``providerExecuted`` (built-in tools the provider ran itself, e.g. OpenAI's web
+  search: their call and result are not the client's to send back).
 """
 
 from __future__ import annotations
@@ -276,7 +278,7 @@ def plan_turns(messages: Iterable[Mapping[str, Any]], pending: str = "drop") -> 
         if _is_overlay(message):
             continue
         for pi, part in enumerate(_parts(message)):
-            if not is_tool_part(part):
+            if not is_tool_part(part) or part.get("providerExecuted") is True:
                 continue
             call_id = part.get("toolCallId")
             if not isinstance(call_id, str) or not call_id:
@@ -312,7 +314,7 @@ def plan_turns(messages: Iterable[Mapping[str, Any]], pending: str = "drop") -> 
                 if part["type"] in ("text", "reasoning", "file"):
                     turn.items.append(part)
                     continue
-                if not is_tool_part(part):
+                if not is_tool_part(part) or part.get("providerExecuted") is True:
                     continue
                 call_id = part.get("toolCallId")
                 if not isinstance(call_id, str) or call_at.get(call_id) != (mi, index_of[id(part)]):

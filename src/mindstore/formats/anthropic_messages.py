@@ -190,9 +190,17 @@ def from_anthropic(
         tool blocks are skipped. Metadata carries the model, message id, stop reason and usage.
 
     Raises:
-        InvalidMessageError: ``message`` has no content to read.
+        InvalidMessageError: ``message`` has no content to read, or it is not an assistant
+            reply (a user turn or a ``tool_result``: use
+            :func:`~mindstore.formats.from_anthropic_messages` for whole conversations).
     """
     obj = as_dict(message, "message")
+    role = obj.get("role", "assistant")
+    if role != "assistant":
+        raise InvalidMessageError(
+            f"from_anthropic reads an assistant reply, got a message with role {role!r:.40}; "
+            "convert a whole conversation with from_anthropic_messages"
+        )
     content = obj.get("content")
     if isinstance(content, str):
         content = [{"type": "text", "text": content}]
@@ -219,6 +227,12 @@ def from_anthropic(
                     "text": "",
                     "providerMetadata": {"anthropic": {"redactedData": block.get("data")}},
                 }
+            )
+        elif kind == "tool_result":
+            raise InvalidMessageError(
+                "from_anthropic reads an assistant reply, but it holds a tool_result block "
+                "(results are user turns); convert a whole conversation with "
+                "from_anthropic_messages"
             )
         elif kind == "tool_use":
             parts.append(

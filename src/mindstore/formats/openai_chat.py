@@ -167,7 +167,9 @@ def from_openai_chat(
         not valid JSON). Metadata carries the model, response id, finish reason and usage.
 
     Raises:
-        InvalidMessageError: the reply has no message to read.
+        InvalidMessageError: the reply has no message to read, or it is not an assistant
+            reply (a user, system, developer or tool message: use
+            :func:`~mindstore.formats.from_openai_chat_messages` for whole conversations).
     """
     obj = as_dict(response, "response")
     meta: dict[str, Any] = {}
@@ -190,6 +192,12 @@ def from_openai_chat(
         msg = dict(obj["message"])
     else:
         msg = obj
+    role = msg.get("role", "assistant")
+    if role != "assistant":
+        raise InvalidMessageError(
+            f"from_openai_chat reads an assistant reply, got a message with role {role!r:.40}; "
+            "convert a whole conversation with from_openai_chat_messages"
+        )
 
     parts: list[dict[str, Any]] = []
     for key in ("reasoning_content", "reasoning"):

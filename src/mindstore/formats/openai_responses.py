@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from mindstore.errors import InvalidMessageError
 from mindstore.formats._plan import (
     AssistantTurn,
     Call,
@@ -36,6 +37,9 @@ from mindstore.formats._reply import as_dict, finish_message, parse_arguments, s
 from mindstore.messages import Message, new_message_id
 
 __all__ = ["from_openai_responses", "to_openai_responses"]
+
+# Items that only ever appear in a request (never in a model's output), besides ``*_output``.
+_INPUT_ONLY = frozenset({"item_reference", "mcp_approval_response"})
 
 
 def _user_content(part: dict[str, Any]) -> dict[str, Any]:
@@ -181,7 +185,10 @@ def from_openai_responses(
         Metadata carries the model, response id, status and usage.
 
     Raises:
-        InvalidMessageError: ``response`` is neither a response nor a list of items.
+        InvalidMessageError: ``response`` is neither a response nor a list of items, or an
+            item is not part of an assistant reply (a user/system/developer message or a
+            ``*_output`` item: use :func:`~mindstore.formats.from_openai_responses_items` for
+            whole conversations).
     """
     meta: dict[str, Any] = {}
     if isinstance(response, list):
@@ -198,8 +205,17 @@ def from_openai_responses(
             "output_tokens": usage.get("output_tokens"),
         }
     parts: list[dict[str, Any]] = []
-    for item in items:
+    for index, item in enumerate(items):
         kind = item.get("type")
+        role = item.get("role")
+        if (role is not None and role != "assistant") or (
+            isinstance(kind, str) and (kind.endswith("_output") or kind in _INPUT_ONLY)
+        ):
+            what = f"role {role!r:.40}" if role is not None and role != "assistant" else kind
+            raise InvalidMessageError(
+                f"from_openai_responses reads an assistant reply, but item {index} is {what}; "
+                "convert a whole conversation with from_openai_responses_items"
+            )
         if kind == "message" or (kind is None and "role" in item):
             parts.extend({"type": "text", "text": t} for t in _message_texts(item))
         elif kind == "reasoning":

@@ -55,6 +55,8 @@ FTS5 makes them (:mod:`.snippets`).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import math
 import time
@@ -354,6 +356,10 @@ class PostgresStore:
         self._closed = False
         self._retries = max(2, (pool.max_size or 1) + 1)
         self._lexemes: tuple[float, tuple[dict[str, float], float] | None] = (-math.inf, None)
+        try:
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self._loop = None
 
     def __repr__(self) -> str:
         schema = f", schema={self._schema!r}" if self._schema else ""
@@ -541,11 +547,32 @@ class PostgresStore:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the pool. Idempotent; later calls raise StoreError."""
+        """Close the pool. Idempotent; later calls raise StoreError.
+
+        The pool's background tasks live in the event loop that opened the store. A script that
+        runs every call in its own ``asyncio.run`` has closed that loop by the time it closes
+        the store; the pool then cannot stop its tasks ("Event loop is closed"), so the idle
+        connections are closed directly instead. Better: open and use the store inside one
+        loop, or use :mod:`mindstore.sync` from code that is not async.
+        """
         if self._closed:
             return
         self._closed = True
-        await self._pool.close()
+        opened_in = self._loop
+        if (
+            opened_in is None
+            or opened_in is asyncio.get_running_loop()
+            or not opened_in.is_closed()
+        ):
+            await self._pool.close()
+            return
+        # The opening loop is gone: its worker tasks died with it.
+        idle = list(getattr(self._pool, "_pool", ()))
+        with contextlib.suppress(RuntimeError):
+            await self._pool.close()
+        for conn in idle:
+            with contextlib.suppress(Exception):
+                await conn.close()
 
     # ---- the one place driver errors are translated ------------------------------------------
     def _check_open(self) -> None:

@@ -1,0 +1,188 @@
+"""OpenAI Agents SDK session backed by mindstore (the ``openai-agents`` extra).
+
+``MindstoreSession(session_id, store, *, namespace="default", session_settings=None)``
+implements the SDK's ``Session`` protocol (``get_items(limit)``, ``add_items(items)``,
+``pop_item()``, ``clear_session()``), so ``Runner.run(agent, input, session=...)`` keeps its
+conversation in a mindstore session::
+
+    session = MindstoreSession("chat-42", store, namespace="user-7")
+    result = await Runner.run(agent, "What's the status?", session=session)
+
+Every item is stored as one UIMessage (see :mod:`mindstore.integrations.openai_items` and the
+table in ``docs/integrations.md``): full-text searchable, visible in the CLI and the viewer,
+compactable with the session's compaction (``msession.session.compact_after(...)``); the item
+itself is kept in the message's metadata and read back exactly. ``add_items`` writes a batch in
+one transaction, each item a child of the one before (concurrent writers form one chain).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from mindstore.errors import MessageNotFoundError, MissingDependencyError
+from mindstore.formats._reply import as_dict
+from mindstore.integrations.openai_items import (
+    call_names_of,
+    item_message,
+    items_of,
+    tool_call_names,
+    unnamed_outputs,
+)
+from mindstore.session import Session
+from mindstore.store.base import AUTO, NewMessage, Store
+
+try:
+    from agents.memory.session_settings import (
+        SessionSettings,
+        coerce_session_settings,
+        resolve_session_limit,
+    )
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
+    raise MissingDependencyError("openai-agents", "openai-agents") from exc
+
+__all__ = ["MindstoreSession"]
+
+_NAME_WINDOW = 64  # newest messages searched first for the call an output answers
+
+
+class MindstoreSession:
+    """The Agents SDK ``Session`` protocol on a mindstore session.
+
+    Args:
+        session_id: The mindstore session id (the conversation).
+        store: A mindstore store: async (``SQLiteStore``, ``await PostgresStore.open(...)``)
+            or from :mod:`mindstore.sync` — then every call runs on that store's own loop
+            thread, whatever loop the SDK runs on (e.g. ``Runner.run_sync`` in plain code).
+        namespace: The mindstore namespace (user, tenant…).
+        session_settings: The SDK's ``SessionSettings`` (or its dict); ``limit`` is the default
+            for ``get_items``.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        store: Store,
+        *,
+        namespace: str = "default",
+        session_settings: SessionSettings | dict[str, Any] | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.session_settings: SessionSettings | None = (
+            coerce_session_settings(session_settings)
+            if session_settings is not None
+            else SessionSettings()
+        )
+        self._loop: Any = None
+        from mindstore import sync
+
+        if isinstance(store, sync._SyncStore):
+            # A mindstore.sync store lives on its own loop thread: run every call there, so
+            # its PostgreSQL pool is only ever used from the loop that opened it.
+            self._loop = store._loop
+            store = store.aio
+        self._session = Session.create(store, session_id, namespace=namespace)
+        self._call_names: dict[str, str] = {}
+
+    async def _run(self, fn: Any, *args: Any) -> Any:
+        if self._loop is None:
+            return await fn(*args)
+        return await asyncio.wrap_future(self._loop.submit(fn, *args))
+
+    async def _mutate(self, fn: Any, *args: Any) -> Any:
+        """Run a write to its end even if the caller is cancelled meanwhile (as the SDK's own
+        sessions do), so a cancelled ``add_items`` has either not started or fully happened;
+        the cancellation is re-raised afterwards."""
+        task = asyncio.ensure_future(self._run(fn, *args))
+        cancelled: asyncio.CancelledError | None = None
+        while not task.done():
+            try:
+                await asyncio.wait({task})
+            except asyncio.CancelledError as exc:
+                cancelled = cancelled or exc
+        if cancelled is not None:
+            if not task.cancelled():
+                task.exception()  # retrieved: the cancellation is what the caller sees
+            raise cancelled
+        return task.result()
+
+    @property
+    def session(self) -> Session:
+        """The mindstore :class:`~mindstore.Session` underneath (search, compaction, blocks)."""
+        return self._session
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        """The conversation's items, oldest first; with ``limit`` the latest ``limit`` of them.
+
+        ``None`` uses ``session_settings.limit``; as in the SDK's SQLite session ``0`` returns
+        nothing and a negative limit everything. A compaction overlay reads as one user
+        message with its summary.
+        """
+        items: list[Any] = await self._run(self._get_items, limit)
+        return items
+
+    async def _get_items(self, limit: int | None = None) -> list[Any]:
+        session_limit = resolve_session_limit(limit, self.session_settings)
+        if session_limit == 0:
+            return []
+        if session_limit is None or session_limit < 0:
+            return items_of(await self._session.get_history())
+        # Read only the newest messages: one item per message, except where an overlay stands
+        # for several; widen the window until it holds enough items or the whole path.
+        window = session_limit
+        while True:
+            recent = await self._session.get_recent_history(max_tokens=0, min_messages=window)
+            items = items_of(recent.messages)
+            if len(items) >= session_limit or not recent.truncated:
+                return items[-session_limit:]
+            window *= 2
+
+    async def add_items(self, items: list[Any]) -> None:
+        """Append ``items`` in one transaction, each the child of the one before."""
+        await self._mutate(self._add_items, items)
+
+    async def _add_items(self, items: list[Any]) -> None:
+        if not items:
+            return
+        session = self._session
+        objs = [as_dict(item, "item") for item in items]
+        missing = unnamed_outputs(objs, self._call_names)
+        if missing:
+            # Outputs whose call came in an earlier batch are named after that call.
+            recent = await session.get_recent_history(max_tokens=0, min_messages=_NAME_WINDOW)
+            self._call_names.update(tool_call_names(recent.messages))
+            if missing - self._call_names.keys():
+                self._call_names.update(tool_call_names(await session.get_history()))
+        self._call_names.update(call_names_of(objs))
+        prepared = [session._prepare_message(item_message(o, self._call_names)) for o in objs]
+        batch = [
+            NewMessage(message=m, parent=AUTO, tokens=session.count_message_tokens([m]))
+            for m in prepared
+        ]
+        inserted = await session.store.append(session.key, batch)
+        for message, new in zip(prepared, inserted, strict=True):
+            if new:
+                await session._after_append(message)
+
+    async def pop_item(self) -> Any | None:
+        """Remove and return the most recent item (``None`` when the session is empty)."""
+        return await self._mutate(self._pop_item)
+
+    async def _pop_item(self) -> Any | None:
+        while True:
+            leaf = await self._session.get_latest_leaf()
+            if leaf is None:
+                return None
+            try:
+                await self._session.delete_messages([leaf["id"]])
+            except MessageNotFoundError:
+                continue  # another writer popped it first: take the next one
+            items = items_of([leaf])
+            return items[-1] if items else None
+
+    async def clear_session(self) -> None:
+        """Remove every item (and the session's compactions and search rows)."""
+        await self._mutate(self._clear_session)
+
+    async def _clear_session(self) -> None:
+        await self._session.clear_messages()

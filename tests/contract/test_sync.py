@@ -1,0 +1,215 @@
+"""mindstore.sync on both backends: plain calls, threads, a running loop in the caller (Jupyter),
+plain ``with``; and the parity of the sync surface with the async one."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import mindstore
+import mindstore.sync as sync
+from backends import drop_schema, new_schema_name, postgres_url_or_skip
+from mindstore.errors import StoreError
+from mindstore.manager import SessionManager as AsyncSessionManager
+from mindstore.session import Session as AsyncSession
+from mindstore.store.postgres import PostgresStore as AsyncPostgresStore
+from mindstore.store.sqlite import SQLiteStore as AsyncSQLiteStore
+from mindstore.tools import ToolSet as AsyncToolSet
+
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+@pytest.fixture(params=BACKENDS)
+def sync_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    if request.param == "sqlite":
+        with sync.SQLiteStore(tmp_path / "sync.db") as store:
+            yield store
+        return
+    url = postgres_url_or_skip()
+    schema = new_schema_name()
+    with sync.PostgresStore.open(url, schema=schema, min_size=1, max_size=4) as store:
+        yield store
+    asyncio.run(drop_schema(url, schema))
+
+
+def text(role: str, body: str, mid: str | None = None) -> dict[str, Any]:
+    msg: dict[str, Any] = {"role": role, "parts": [{"type": "text", "text": body}]}
+    if mid is not None:
+        msg["id"] = mid
+    return msg
+
+
+# ---------------------------------------------------------------- parity
+
+
+PAIRS = [
+    (AsyncSQLiteStore, sync.SQLiteStore),
+    (AsyncPostgresStore, sync.PostgresStore),
+    (AsyncSession, sync.Session),
+    (AsyncSessionManager, sync.SessionManager),
+    (AsyncToolSet, sync.ToolSet),
+]
+
+
+@pytest.mark.parametrize(("aio", "twin"), PAIRS, ids=lambda c: c.__name__)
+def test_every_public_async_method_has_a_sync_twin_with_the_same_signature(
+    aio: type, twin: type
+) -> None:
+    checked = 0
+    for name, member in inspect.getmembers(aio):
+        if name.startswith("_"):
+            continue
+        sync_name = "close" if name == "aclose" else name
+        assert hasattr(twin, sync_name), f"mindstore.sync.{twin.__name__} lacks {sync_name}"
+        if isinstance(inspect.getattr_static(aio, name), property):
+            assert isinstance(inspect.getattr_static(twin, sync_name), property), name
+            continue
+        if not callable(member):
+            continue
+        sync_member = getattr(twin, sync_name)
+        assert not inspect.iscoroutinefunction(sync_member), f"{twin.__name__}.{sync_name}"
+        assert inspect.signature(sync_member) == inspect.signature(member), name
+        checked += 1
+    assert checked >= 4
+    if hasattr(aio, "__aenter__"):
+        assert hasattr(twin, "__enter__") and hasattr(twin, "__exit__")
+
+
+def test_constructors_keep_their_signatures() -> None:
+    assert inspect.signature(sync.SQLiteStore) == inspect.signature(AsyncSQLiteStore)
+    assert inspect.signature(sync.Session.create) == inspect.signature(AsyncSession.create)
+    assert inspect.signature(sync.SessionManager) == inspect.signature(AsyncSessionManager)
+    assert inspect.signature(sync.open_store) == inspect.signature(mindstore.open_store)
+    assert sync.StaticProvider is mindstore.StaticProvider  # everything else: the same object
+
+
+def test_with_opens_the_store_at_once(tmp_path: Path) -> None:
+    (tmp_path / "dir.db").mkdir()
+    store = sync.SQLiteStore(tmp_path / "dir.db")
+    with pytest.raises(StoreError), store:
+        pass  # pragma: no cover - the store cannot be opened
+    assert not store._loop._thread.is_alive()  # its loop thread was stopped
+
+
+def test_session_needs_a_sync_store(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match=r"mindstore.sync"):
+        sync.Session.create(AsyncSQLiteStore(tmp_path / "a.db"), "x")
+
+
+# ---------------------------------------------------------------- behaviour on both backends
+
+
+def test_plain_calls_builders_and_tools(sync_store: Any) -> None:
+    s = sync.Session.create(sync_store, "chat", namespace="u1").with_context(
+        "memory", description="facts", max_tokens=200
+    )
+    assert s.append_message(text("user", "deploy the orders service", "u1")) is True
+    assert s.append_message(text("user", "deploy the orders service", "u1")) is False
+    s.append_message(text("assistant", "done", "a1"))
+    assert [m["id"] for m in s.get_history()] == ["u1", "a1"]
+    assert s.store is sync_store
+    assert [r.message_id for r in s.search("orders")] == ["u1"]
+    tools = s.tools()
+    assert isinstance(tools, sync.ToolSet) and "set_context" in tools
+    out = tools.execute("set_context", {"label": "memory", "content": "likes tea"})
+    assert out.startswith("Written")
+    assert "likes tea" in s.freeze_system_prompt()
+    manager = sync.SessionManager(sync_store, namespace="u1")
+    assert [i.id for i in manager.list()] == ["chat"]
+    assert isinstance(manager.session("chat"), sync.Session)
+    assert "deploy the orders service" in manager.tools().execute(
+        "session_search", {"query": "orders"}
+    )
+
+
+def test_store_backed_providers_take_a_sync_store(sync_store: Any) -> None:
+    s = sync.Session.create(sync_store, "kb").with_context(
+        "knowledge", description="runbooks", provider=sync.StoreSearchProvider(sync_store)
+    )
+    tools = s.tools()
+    written = tools.execute(
+        "set_context", {"label": "knowledge", "key": "restart", "content": "make restart"}
+    )
+    assert "restart" in written
+    assert "make restart" in tools.execute(
+        "search_context", {"label": "knowledge", "query": "restart"}
+    )
+
+
+def test_eight_threads_append_to_one_store(sync_store: Any) -> None:
+    per_thread = 25
+    errors: list[BaseException] = []
+
+    def worker(n: int) -> None:
+        try:
+            mine = sync.Session.create(sync_store, f"own-{n}")
+            shared = sync.Session.create(sync_store, "shared")
+            for i in range(per_thread):
+                shared.append_message(text("user", f"t{n} m{i}", f"t{n}-{i}"))
+                mine.append_message(text("user", f"m{i}"))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+    shared = sync.Session.create(sync_store, "shared")
+    history = shared.get_history()
+    assert len(history) == 8 * per_thread  # nothing lost, one chain (the path holds them all)
+    assert len({m["id"] for m in history}) == 8 * per_thread
+    for n in range(8):  # each thread's own appends stayed in order within the chain
+        own = [m["id"] for m in history if m["id"].startswith(f"t{n}-")]
+        assert own == [f"t{n}-{i}" for i in range(per_thread)]
+        assert len(sync.Session.create(sync_store, f"own-{n}").get_history()) == per_thread
+
+
+async def test_works_where_a_loop_is_already_running(sync_store: Any) -> None:
+    # As in Jupyter: the calling thread runs an event loop.
+    asyncio.get_running_loop()
+    s = sync.Session.create(sync_store, "nb")
+    s.append_message(text("user", "from a notebook cell"))
+    assert len(s.get_history()) == 1
+
+
+def test_closed_store_refuses_calls(tmp_path: Path) -> None:
+    store = sync.open_store(f"sqlite:///{tmp_path / 'c.db'}")
+    assert isinstance(store, sync.SQLiteStore)
+    s = sync.Session.create(store, "x")
+    s.append_message(text("user", "hi"))
+    store.close()
+    store.close()  # idempotent
+    with pytest.raises(RuntimeError, match="closed"):
+        s.get_history()
+
+
+def test_errors_pass_through_unchanged(sync_store: Any) -> None:
+    s = sync.Session.create(sync_store, "x")
+    with pytest.raises(mindstore.MessageNotFoundError):
+        s.append_message(text("user", "hi"), parent_id="nope")
+
+
+@pytest.mark.postgres
+def test_postgres_asyncio_run_per_operation_then_aclose() -> None:
+    # The reported script: every call in its own asyncio.run; aclose raised "Event loop is
+    # closed" because the pool's tasks died with the first loop.
+    url = postgres_url_or_skip()
+    schema = new_schema_name()
+    store = asyncio.run(AsyncPostgresStore.open(url, schema=schema, min_size=1, max_size=2))
+    try:
+        s = AsyncSession.create(store, "x")
+        asyncio.run(s.append_message(text("user", "hi")))
+        assert len(asyncio.run(s.get_history())) == 1
+    finally:
+        asyncio.run(store.aclose())
+    with pytest.raises(StoreError, match="closed"):
+        asyncio.run(s.get_history())
+    asyncio.run(drop_schema(url, schema))
