@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import builtins
 import math
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -71,6 +72,8 @@ SEARCH_TOOL_LIMIT = 10
 MAX_RESULT_CHARS = 2000
 """Longer message texts are cut in tool results so one hit cannot flood the context."""
 MAX_LIST_LIMIT = 1000
+DEFAULT_SESSION_CACHE_SIZE = 1024
+"""How many :class:`Session` objects a :class:`SessionManager` keeps cached by default."""
 
 _BuilderCall = tuple[str, tuple[Any, ...], dict[str, Any]]
 
@@ -120,6 +123,9 @@ class SessionManager:
         namespace: the isolation boundary; nothing outside it is ever visible.
         tokenizer: passed to every :class:`Session` handed out.
         max_message_bytes: row-size limit of every session handed out.
+        session_cache_size: how many :class:`Session` objects :meth:`session` keeps (least
+            recently used ones are dropped beyond it; default
+            :data:`DEFAULT_SESSION_CACHE_SIZE`).
 
     Builder methods return the manager and do no I/O.
     """
@@ -131,7 +137,17 @@ class SessionManager:
         namespace: str = "default",
         tokenizer: Tokenizer | None = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        session_cache_size: int = DEFAULT_SESSION_CACHE_SIZE,
     ) -> None:
+        if (
+            not isinstance(session_cache_size, int)
+            or isinstance(session_cache_size, bool)
+            or session_cache_size < 0
+        ):
+            raise ValueError(
+                f"session_cache_size must be an integer >= 0 (0 = no cache), "
+                f"got {session_cache_size!r}"
+            )
         self._store = store
         self._namespace = namespace
         self._tokenizer = tokenizer
@@ -139,7 +155,8 @@ class SessionManager:
         # Validates namespace and max_message_bytes now, and every builder call below.
         self._prototype = self._new_session("prototype")
         self._builder_calls: list[_BuilderCall] = []
-        self._sessions: dict[str, Session] = {}
+        self._sessions: OrderedDict[str, Session] = OrderedDict()
+        self._session_cache_size = session_cache_size
 
     # ---- identity --------------------------------------------------------------------------
     @property
@@ -218,14 +235,25 @@ class SessionManager:
 
     # ---- sessions --------------------------------------------------------------------------
     def session(self, session_id: str) -> Session:
-        """The configured :class:`Session` for ``session_id`` (cached; no I/O)."""
+        """The configured :class:`Session` for ``session_id`` (no I/O).
+
+        Sessions are cached, least recently used first out, up to ``session_cache_size``
+        (a process serving many users would otherwise keep every session it ever handed out).
+        A dropped session keeps working for whoever holds it; the next call builds a fresh
+        one with the same configuration (its state — messages, blocks, the cached prompt —
+        lives in the store; only the in-memory frozen prompt is rendered again).
+        """
         cached = self._sessions.get(session_id)
         if cached is not None:
+            self._sessions.move_to_end(session_id)
             return cached
         session = self._new_session(session_id)
         for call in self._builder_calls:
             self._apply(session, call)
-        self._sessions[session_id] = session
+        if self._session_cache_size:
+            self._sessions[session_id] = session
+            while len(self._sessions) > self._session_cache_size:
+                self._sessions.popitem(last=False)
         return session
 
     def _key(self, session_id: str) -> SessionKey:
@@ -310,6 +338,20 @@ class SessionManager:
         deleted = await self._store.delete_session(key)
         self._sessions.pop(session_id, None)
         return deleted
+
+    async def delete_namespace(self) -> dict[str, int]:
+        """Delete everything of this manager's namespace ("forget this user"): every session
+        with its messages, compactions and search rows, session- and namespace-scoped blocks,
+        knowledge and skill entries, frozen prompts, loaded-skill states and usage — in one
+        store transaction, so a failure deletes nothing. Other namespaces are not touched.
+
+        Returns:
+            Rows deleted per kind: ``sessions``, ``messages``, ``compactions``, ``blocks``,
+            ``entries``, ``prompts``, ``skill_states`` (all 0 when there was nothing).
+        """
+        counts = await self._store.delete_namespace(self._namespace)
+        self._sessions.clear()
+        return counts
 
     # ---- history ---------------------------------------------------------------------------
     async def append(

@@ -9,22 +9,34 @@ provider's prefix cache keys on. Each block renders as::
     content
 
 * the header is ``label.upper()``, then `` (description)`` when there is one, then for blocks
-  with ``max_tokens`` `` [P% — T/M tokens]`` with ``P = round(T / M * 100)`` and an em dash
+  with ``max_tokens`` `` [P% — T/M tokens]`` with ``P`` = T / M × 100 rounded half up (as the
+  reference's JavaScript ``Math.round``: 12.5 → 13; see :func:`percent`) and an em dash
   (U+2014), then one tag: ``[searchable]``, ``[loadable]``, ``[readonly]`` or ``[writable]``;
-* blocks are joined by one blank line, in registration order, with no trailing newline;
+* blocks are joined by one blank line, in registration order;
 * an empty read-only block is omitted (it tells the model nothing); empty writable, searchable
-  and loadable blocks are shown with no content line, so the model knows it can fill them;
+  and loadable blocks are shown as separator, header, separator and an empty content line —
+  ``SEP\nHEADER\nSEP\n``, exactly as the reference renders ``${sep}\n${header}\n${sep}\n${""}``
+  — so the model knows it can fill them. The prompt therefore ends with a newline only when
+  its last block is such an empty block;
 * trailing whitespace of a block's content is dropped (it would only break the layout); content
   counts as empty when it is blank.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["SEPARATOR", "BlockKind", "ContextBlock", "render_block", "render_system_prompt"]
+__all__ = [
+    "SEPARATOR",
+    "BlockKind",
+    "ContextBlock",
+    "percent",
+    "render_block",
+    "render_system_prompt",
+]
 
 BlockKind = Literal["readonly", "writable", "searchable", "loadable"]
 BLOCK_KINDS: tuple[BlockKind, ...] = ("readonly", "writable", "searchable", "loadable")
@@ -53,14 +65,22 @@ class ContextBlock:
     kind: BlockKind
 
 
+def percent(tokens: int, max_tokens: int) -> int:
+    """``tokens / max_tokens × 100`` rounded half up, like JavaScript's ``Math.round`` (Python's
+    ``round`` rounds half to even: 1/8 would show 12 % where the reference shows 13 %)."""
+    value = tokens / max_tokens * 100
+    floor = math.floor(value)
+    return int(floor + 1 if value - floor >= 0.5 else floor)
+
+
 def render_header(block: ContextBlock) -> str:
     """The header line of one block (no separators)."""
     header = block.label.upper()
     if block.description:
         header += f" ({block.description})"
     if block.max_tokens:
-        percent = round(block.tokens / block.max_tokens * 100)
-        header += f" [{percent}% \u2014 {block.tokens}/{block.max_tokens} tokens]"
+        p = percent(block.tokens, block.max_tokens)
+        header += f" [{p}% \u2014 {block.tokens}/{block.max_tokens} tokens]"
     return f"{header} [{block.kind}]"
 
 
@@ -70,7 +90,7 @@ def render_block(block: ContextBlock) -> str | None:
     if not content.strip():
         if block.kind == "readonly":
             return None
-        return f"{SEPARATOR}\n{render_header(block)}\n{SEPARATOR}"
+        return f"{SEPARATOR}\n{render_header(block)}\n{SEPARATOR}\n"
     return f"{SEPARATOR}\n{render_header(block)}\n{SEPARATOR}\n{content}"
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from mindstore.compaction.rowlimit import fit_row
 from mindstore.compaction.session_compaction import CompactionMixin
+from mindstore.context.providers import as_provider
 from mindstore.context.session_context import ContextMixin
 from mindstore.context.spec import BlockSpec, Scope
 from mindstore.errors import ConflictError, InvalidMessageError, MessageNotFoundError
@@ -370,5 +371,9 @@ def _make_spec(
     if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens <= 0):
         raise ValueError("max_tokens must be a positive integer")
     return BlockSpec(
-        label=label, description=description, max_tokens=max_tokens, provider=provider, scope=scope
+        label=label,
+        description=description,
+        max_tokens=max_tokens,
+        provider=as_provider(provider),
+        scope=scope,
     )

@@ -550,11 +550,13 @@ async def test_truncate_older_messages_on_stored_history(store: Store) -> None:
     assert history == await s.get_history()  # input untouched
     assert ids(out) == ids(history) and out[-4:] == history[-4:]
     string, nested, array = (out[i]["parts"][0]["output"] for i in range(3))
-    assert string.startswith("sss") and string.endswith("chars]") and len(string) < 600
-    assert set(nested) == {"status", "detail"} and set(nested["detail"]) == {"log", "codes"}
+    rerun = "re-run the tool if you need the full output]"
+    assert string.startswith("sss") and string.endswith(rerun) and len(string) < 600
+    assert set(nested) == {"status", "detail", "__truncated"}
+    assert nested["__truncated"].endswith(rerun) and set(nested["detail"]) == {"log", "codes"}
     assert nested["detail"]["codes"] == [1, 2, 3] and "[truncated" in nested["detail"]["log"]
     assert isinstance(array, list) and array[0] == {"row": 0, "v": "x" * 20}
-    assert array[-1].endswith("more items]")
+    assert array[-2].endswith("more items]") and array[-1].endswith(rerun)
     assert all(json_size(o) <= 600 for o in (string, nested, array))
 
 

@@ -344,7 +344,9 @@ async def test_skill_blocks_with_set(store: Store, tmp_path: Path) -> None:
     )
     tools = await s.tools()
     assert tools["set_context"].parameters["properties"]["label"]["enum"] == ["files", "db"]
-    assert "action" not in tools["set_context"].parameters["properties"]
+    # keyed blocks take an action too: append adds to the entry with the same title (13.3)
+    action = tools["set_context"].parameters["properties"]["action"]
+    assert action["enum"] == ["replace", "append"]
     out = await tools.execute(
         "set_context",
         {

@@ -261,6 +261,9 @@ async def test_namespace_a_never_sees_or_touches_namespace_b(store: Store) -> No
         assert "alpha" in found
     assert await p.ok("delete", a.delete("s1")) is True
     assert await p.ok("delete", a.delete("s2")) is True
+    deleted = await p.ok("delete_namespace", a.delete_namespace())
+    assert deleted["sessions"] == 3  # the fork, the split and the created session
+    assert await a.list() == [] and await a.search("alpha") == []
 
     # ---- B is exactly as it was -----------------------------------------------------------
     assert await snapshot_b(store) == before
@@ -293,6 +296,7 @@ EXERCISED = {
     "delete",
     "add_usage",
     "session",
+    "delete_namespace",
     # Session
     "append_message",
     "get_history",

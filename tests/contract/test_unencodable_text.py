@@ -109,6 +109,7 @@ STORE_CALLS: list[tuple[str, Call, type[Exception]]] = [
     ("update_session end_reason", lambda s, b: s.update_session(K, end_reason=b), KEY),
     ("add_usage", lambda s, b: s.add_usage(sk(sid=b), 1, 1, 0.0), KEY),
     ("delete_session", lambda s, b: s.delete_session(sk(ns=b)), KEY),
+    ("delete_namespace", lambda s, b: s.delete_namespace(b), KEY),
 ]
 
 

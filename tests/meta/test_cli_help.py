@@ -24,6 +24,7 @@ def test_the_command_set_is_the_designed_one() -> None:
         "import",
         "stats",
         "embed",
+        "delete-namespace",
     }
 
 

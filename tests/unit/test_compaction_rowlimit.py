@@ -47,7 +47,9 @@ def test_giant_tool_output_shrunk_first_shape_kept() -> None:
         }
     )
     part = out["parts"][1]
-    assert set(part["output"]) == {"content", "size"} and part["output"]["size"] == 2_000_000
+    assert set(part["output"]) == {"content", "size", "__truncated"}
+    assert part["output"]["size"] == 2_000_000
+    assert "re-run the tool" in part["output"]["__truncated"]
     assert len(part["output"]["content"]) < 1_100
     assert out["parts"][0]["text"] == "t" * 100_000  # text untouched: output alone was enough
     record = out["metadata"]["mindstore"]["truncated"]

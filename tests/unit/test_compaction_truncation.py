@@ -45,7 +45,10 @@ def test_string_output_cut_with_suffix() -> None:
     assert isinstance(output, str)
     assert output.startswith("y" * 400)
     removed = 3000 - len(output.split("...")[0])
-    assert output.endswith(f"... [truncated {removed} chars]")
+    # the note says what was cut and that the tool can be re-run (reference fidelity, 14.7)
+    assert output.endswith(
+        f"... [truncated {removed} chars; re-run the tool if you need the full output]"
+    )
     assert json_size(output) <= 520
     assert out[0]["parts"][0]["input"] == {"url": "https://example.com"}
     # the recent messages are untouched (same objects)
@@ -62,7 +65,8 @@ def test_nested_object_keeps_keys() -> None:
     }
     out = truncate_older_messages(history([tool_msg("a", output)]), max_tool_output_chars=500)
     shrunk = out[0]["parts"][0]["output"]
-    assert list(shrunk) == list(output)
+    assert list(shrunk) == [*output, "__truncated"]
+    assert "re-run the tool" in shrunk["__truncated"]
     assert list(shrunk["data"]) == ["body", "headers", "tags"]
     assert shrunk["status"] == "ok" and shrunk["count"] == 3 and shrunk["flag"] is True
     assert shrunk["none"] is None
@@ -79,8 +83,10 @@ def test_array_shortened_with_count() -> None:
     assert isinstance(shrunk, list)
     kept = [r for r in shrunk if isinstance(r, dict)]
     assert kept == rows[: len(kept)] and len(kept) > 5
-    assert shrunk[-1] == f"... [{1000 - len(kept)} more items]"
-    assert json_size(shrunk) <= 500
+    assert shrunk[-2] == f"... [{1000 - len(kept)} more items]"
+    assert shrunk[-1].startswith("[tool output truncated from ")
+    assert shrunk[-1].endswith("chars; re-run the tool if you need the full output]")
+    assert json_size(shrunk) <= 520
 
 
 def test_long_old_text_cut_recent_kept() -> None:
@@ -101,7 +107,13 @@ def test_keep_recent_zero_and_validation() -> None:
 
 def test_marker_only_when_nothing_else_fits() -> None:
     many_keys = {f"key_{i}": i for i in range(500)}
-    assert shrink_json(many_keys, 200) == f"[truncated {json_size(many_keys)} chars]"
+    # a very wide object stays an object: leading keys plus a marker key (14.7)
+    wide = shrink_json(many_keys, 200)
+    assert isinstance(wide, dict) and json_size(wide) <= 200
+    kept = [k for k in wide if k != "__truncated"]
+    assert kept == [f"key_{i}" for i in range(len(kept))] and len(kept) >= 5
+    assert wide["__truncated"] == f"[{500 - len(kept)} more keys, {json_size(many_keys)} chars]"
+    assert shrink_json(many_keys, 20) == f"[truncated {json_size(many_keys)} chars]"
     assert shrink_json({"a": "b" * 100}, 60) != f"[truncated {json_size({'a': 'b' * 100})} chars]"
     assert shrink_json(12345, 1) == 12345 and shrink_json(None, 0) is None
 
@@ -117,3 +129,15 @@ def test_shrink_json_is_valid_json_and_near_budget() -> None:
 def test_truncate_text() -> None:
     assert truncate_text("abc", 5) == "abc"
     assert truncate_text("abcdef", 2) == "ab... [truncated 4 chars]"
+
+
+def test_very_wide_object_output_stays_an_object() -> None:
+    """Reference fidelity (14.7): some keys plus a marker key, never a bare string."""
+    wide = {f"field_{i:04d}": f"value {i}" for i in range(3000)}
+    out = truncate_older_messages(history([tool_msg("a", wide)]), max_tool_output_chars=500)
+    shrunk = out[0]["parts"][0]["output"]
+    assert isinstance(shrunk, dict)
+    kept = [k for k in shrunk if k != "__truncated"]
+    assert kept and all(shrunk[k] == wide[k] for k in kept)
+    assert "re-run the tool" in shrunk["__truncated"]
+    assert json_size(shrunk) <= 520

@@ -88,11 +88,14 @@ def test_empty_readonly_omitted_others_shown() -> None:
     ]
     out = render_system_prompt(blocks)
     assert "SOUL" not in out and "BLANK" not in out
+    # as the reference: `${sep}\n${header}\n${sep}\n${content}` with empty content (14.7)
     assert out == (
-        f"{SEP}\nMEMORY [0% — 0/100 tokens] [writable]\n{SEP}\n\n"
-        f"{SEP}\nKB [searchable]\n{SEP}\n\n"
-        f"{SEP}\nSKILLS [loadable]\n{SEP}"
+        f"{SEP}\nMEMORY [0% — 0/100 tokens] [writable]\n{SEP}\n\n\n"
+        f"{SEP}\nKB [searchable]\n{SEP}\n\n\n"
+        f"{SEP}\nSKILLS [loadable]\n{SEP}\n"
     )
+    single = render_system_prompt([block("memory", "", "writable")])
+    assert single == f"{SEP}\nMEMORY [writable]\n{SEP}\n"
     assert render_system_prompt([]) == ""
     assert render_system_prompt([block("soul", "", "readonly")]) == ""
 
@@ -102,6 +105,19 @@ def test_percent_uses_round_and_trailing_whitespace_dropped() -> None:
     assert out == f"{SEP}\nM [67% — 2/3 tokens] [writable]\n{SEP}\nx"
     over = render_system_prompt([block("m", "x", "writable", tokens=1300, max_tokens=1100)])
     assert "[118% — 1300/1100 tokens]" in over
+
+
+def test_percent_rounds_half_up_like_math_round() -> None:
+    from mindstore.context.tooling import usage_text
+    from mindstore.prompt import percent
+
+    # 1/8 = 12.5 % → 13 (JavaScript Math.round), where Python's round() gives 12
+    assert percent(1, 8) == 13 and usage_text(1, 8) == "13% (1/8 tokens)"
+    out = render_system_prompt([block("m", "x", "writable", tokens=1, max_tokens=8)])
+    assert "[13% — 1/8 tokens]" in out
+    assert [percent(t, 200) for t in (1, 3, 5, 7)] == [1, 2, 3, 4]  # 0.5, 1.5, 2.5, 3.5
+    assert percent(1, 3) == 33 and percent(2, 3) == 67 and percent(0, 5) == 0
+    assert percent(1300, 1100) == 118
 
 
 def test_content_with_inner_blank_lines_kept() -> None:

@@ -913,5 +913,6 @@ def stats() -> None:
     out.table(["what", "count"], [[k, v] for k, v in counts.items()], title=f"store {env.db}")
 
 
-# ---- embed (its own module) ------------------------------------------------------------------
-from . import embed as _embed  # noqa: E402, F401  (registers `mindstore embed` on `cli`)
+# ---- commands in their own modules (registered on import) -----------------------------------
+from . import embed as _embed  # noqa: E402, F401  (registers `mindstore embed`)
+from . import namespaces as _namespaces  # noqa: E402,F401

@@ -30,7 +30,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from mindstore.compaction.truncation import json_size, shrink_json
+from mindstore.compaction.truncation import json_size, shrink_json, shrink_tool_output
 from mindstore.messages import dumps, is_tool_part
 
 __all__ = [
@@ -355,13 +355,16 @@ def _shrink(s: _Shrinker) -> _Shrinker:
     def shrink_tool(value: Any) -> Any:
         return shrink_json(value, TOOL_OUTPUT_CHARS)
 
+    def shrink_output(value: Any) -> Any:
+        return shrink_tool_output(value, TOOL_OUTPUT_CHARS)
+
     def shrink_other(value: Any) -> Any:
         if isinstance(value, str) and len(value) > TEXT_PREVIEW_CHARS + 100:
             return _text_stub(value)
         return shrink_json(value, TOOL_OUTPUT_CHARS)
 
     floor = TOOL_OUTPUT_CHARS + 100
-    if s.shrink_fields(_tool_outputs, shrink_tool, floor=floor):
+    if s.shrink_fields(_tool_outputs, shrink_output, floor=floor):
         return s
     if s.cut_texts(floor=TEXT_PREVIEW_CHARS + 100):
         return s

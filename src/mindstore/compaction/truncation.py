@@ -7,10 +7,16 @@ keys and types:
 
 * a string longer than its budget keeps a prefix plus ``"... [truncated N chars]"``;
 * an array keeps as many leading items as fit, followed by one ``"... [N more items]"`` string;
-* an object keeps every key, its values shrunk to share the budget;
+* an object keeps every key, its values shrunk to share the budget; an object with more keys
+  than the budget has room for keeps its leading keys that fit plus one marker key
+  ``"__truncated": "[K more keys, N chars]"`` — it stays an object;
 * numbers, booleans and null are kept;
-* only when nothing else fits (for example an object with more keys than the budget has room
-  for) is the value replaced by a single marker string ``"[truncated N chars]"``.
+* only when nothing else fits (a budget too small for even the marker) is the value replaced
+  by a single marker string ``"[truncated N chars]"``.
+
+A shrunk *tool output* (:func:`shrink_tool_output`) also tells the model what happened and that
+it can re-run the tool: a string gets ``... [truncated N chars; re-run the tool …]``, an array a
+last item, an object the ``"__truncated"`` key with that note.
 
 The input is never mutated; messages and parts that needed no change are returned as they are
 (shared, not copied).
@@ -24,9 +30,20 @@ from typing import Any
 
 from mindstore.messages import is_tool_part
 
-__all__ = ["json_size", "shrink_json", "truncate_older_messages", "truncate_text"]
+__all__ = [
+    "MARKER_KEY",
+    "RERUN_HINT",
+    "json_size",
+    "shrink_json",
+    "shrink_tool_output",
+    "truncate_older_messages",
+    "truncate_text",
+]
 
 _MIN_STRING = 16  # a cut string keeps at least this many characters when it can
+MARKER_KEY = "__truncated"
+"""The key an object keeps to say that some of its keys (or the output) were cut."""
+RERUN_HINT = "re-run the tool if you need the full output"
 
 
 def json_size(value: Any) -> int:
@@ -116,7 +133,7 @@ def _shrink_object(obj: Mapping[str, Any], budget: int, depth: int) -> Any:
     values_room = budget - key_room
     minimum = 2 * len(keys)  # every value needs at least a couple of characters
     if values_room < minimum:
-        return _marker(total)
+        return _shrink_wide_object(obj, budget, total)
     sizes = {k: json_size(obj[k]) for k in keys}
     # water-filling: small values stay whole, big ones share what is left equally
     out: dict[str, Any] = {}
@@ -134,6 +151,60 @@ def _shrink_object(obj: Mapping[str, Any], budget: int, depth: int) -> Any:
     return {k: out[k] for k in keys}  # original key order
 
 
+def _shrink_wide_object(obj: Mapping[str, Any], budget: int, total: int) -> Any:
+    """Too many keys for the budget: the leading keys that fit (values shrunk to a small share)
+    plus ``MARKER_KEY`` naming what was left out. Still an object."""
+    keys = list(obj)
+    out: dict[str, Any] = {}
+    used = 2
+    for i, k in enumerate(keys):
+        marker = f"[{len(keys) - i} more keys, {total} chars]"
+        marker_room = json_size(MARKER_KEY) + json_size(marker) + 2
+        room = budget - used - marker_room - json_size(k) - 2
+        if room <= 0:
+            break
+        value = obj[k]
+        if json_size(value) > room:
+            if room < 24:
+                break
+            value = shrink_json(value, room)
+            if json_size(value) > room:
+                break
+        out[k] = value
+        used += json_size(k) + json_size(value) + 2
+    marker = f"[{len(keys) - len(out)} more keys, {total} chars]"
+    if not out and budget < json_size({MARKER_KEY: marker}):
+        return _marker(total)
+    out[MARKER_KEY] = marker
+    return out
+
+
+def shrink_tool_output(output: Any, budget: int) -> Any:
+    """:func:`shrink_json` for a tool's output, plus a note telling the model the output was
+    cut and that it can re-run the tool (see the module docstring). Returns ``output`` itself
+    when it fits."""
+    total = json_size(output)
+    if total <= budget:
+        return output
+    note = f"[tool output truncated from {total} chars; {RERUN_HINT}]"
+    # the note takes room from the budget (while that leaves half of it for the output)
+    shrunk = shrink_json(output, max(budget - len(note) - 20, budget // 2))
+    if isinstance(shrunk, dict):
+        return {**shrunk, MARKER_KEY: note}
+    if isinstance(shrunk, list):
+        return [*shrunk, note]
+    if isinstance(output, str):
+        # one note instead of the plain "[truncated N chars]" suffix; N = characters removed
+        escape_ratio = total / max(1, len(output))
+        keep = max(_MIN_STRING, int((budget - len(note) - 10) / max(1.0, escape_ratio)))
+        keep = min(keep, len(output))
+        note = f"[truncated {len(output) - keep} chars; {RERUN_HINT}]"
+        return f"{output[:keep]}... {note}"
+    if isinstance(shrunk, str):
+        return f"{shrunk} {note}"
+    return shrunk
+
+
 def _shrink_part(
     part: dict[str, Any], max_tool_output_chars: int, max_text_chars: int
 ) -> dict[str, Any]:
@@ -146,7 +217,7 @@ def _shrink_part(
     if is_tool_part(part) and "output" in part:
         output = part["output"]
         if json_size(output) > max_tool_output_chars:
-            return {**part, "output": shrink_json(output, max_tool_output_chars)}
+            return {**part, "output": shrink_tool_output(output, max_tool_output_chars)}
     return part
 
 

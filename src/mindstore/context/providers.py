@@ -31,24 +31,23 @@ is not a plain relative name.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import inspect
-import re
-import threading
 import unicodedata
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import yaml
 
-from mindstore.errors import InvalidKeyError, MissingDependencyError
+from mindstore.context.frontmatter import one_line, parse_front_matter
+from mindstore.errors import InvalidKeyError, TokenBudgetError
 from mindstore.prompt import BlockKind
 from mindstore.search import parse_query
 from mindstore.store.base import Entry, ScopeKey, Store
+from mindstore.tokens import estimate_string_tokens
 
 __all__ = [
+    "DEFAULT_ENTRY_MAX_TOKENS",
     "ContextProvider",
     "FileSkillProvider",
     "SearchProvider",
@@ -59,6 +58,7 @@ __all__ = [
     "StoreSearchProvider",
     "StoreSkillProvider",
     "WritableContextProvider",
+    "as_provider",
     "check_key",
     "maybe_await",
     "parse_front_matter",
@@ -67,6 +67,33 @@ __all__ = [
 
 T = TypeVar("T")
 _Scope = str  # "session" | "namespace"
+
+DEFAULT_ENTRY_MAX_TOKENS = 100_000
+"""Cap of one keyed entry (estimated tokens) in ``StoreSearchProvider``/``StoreSkillProvider``
+by default, and of an entry written through ``set_context`` to a keyed block configured without
+``max_tokens`` (with it, ``max_tokens`` applies to each entry)."""
+
+
+def _check_entry_size(content: str, limit: int | None, key: str) -> None:
+    """Raise TokenBudgetError when ``content`` is over ``limit`` estimated tokens."""
+    if limit is None:
+        return
+    # the estimate is at least chars/4: a huge text is refused without counting its words
+    tokens = -(-len(content) // 4) if len(content) > 4 * limit else estimate_string_tokens(content)
+    if tokens > limit:
+        raise TokenBudgetError(
+            f"entry {key!r} is about {tokens} tokens, over this provider's limit of {limit} "
+            "(max_entry_tokens); nothing was written. Split it into several entries, or "
+            "raise max_entry_tokens"
+        )
+
+
+def _check_max_entry_tokens(value: Any) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ValueError(f"max_entry_tokens must be a positive integer or None, got {value!r}")
+    return value
 
 
 # ---- protocols -------------------------------------------------------------------------------
@@ -138,6 +165,54 @@ def provider_kind(provider: Any) -> BlockKind:
     if _has(provider, "set"):
         return "writable"
     return "readonly"
+
+
+_PROVIDER_METHODS = ("get", "set", "search", "load", "init")
+
+
+class _MappingProvider:
+    """A provider given as a plain mapping of callables (``{"get": fn, "set": fn2}``), the
+    object-literal style of the reference SDK; each callable becomes the method of that name."""
+
+    def __init__(self, methods: Mapping[str, Callable[..., Any]]) -> None:
+        for name, fn in methods.items():
+            setattr(self, name, fn)
+        self._names = tuple(methods)
+
+    def __repr__(self) -> str:
+        return f"<provider from a mapping: {', '.join(self._names)}>"
+
+
+def as_provider(provider: Any) -> Any:
+    """``provider`` itself, or — for a mapping of callables such as ``{"get": fn}`` — an object
+    with those methods.
+
+    Raises:
+        TypeError: a mapping with a non-callable value, an unknown method name, or no ``get``;
+            the message says what to pass.
+    """
+    if not isinstance(provider, Mapping):
+        return provider
+    allowed = ", ".join(_PROVIDER_METHODS)
+    unknown = [k for k in provider if k not in _PROVIDER_METHODS]
+    if unknown:
+        raise TypeError(
+            f"a provider given as a dict may only have the methods {allowed}; got "
+            f"{', '.join(map(repr, unknown))}. Pass e.g. {{'get': lambda: 'text'}}, or an "
+            "object with those methods"
+        )
+    not_callable = [k for k, v in provider.items() if not callable(v)]
+    if not_callable:
+        raise TypeError(
+            f"a provider given as a dict needs functions as values; {', '.join(not_callable)} "
+            "is not callable. Pass e.g. {'get': lambda: 'text', 'set': store_text}"
+        )
+    if "get" not in provider:
+        raise TypeError(
+            "a provider given as a dict needs a 'get' function returning the block's text, "
+            "e.g. {'get': lambda: 'text'}"
+        )
+    return _MappingProvider(provider)
 
 
 def has_set(provider: Any) -> bool:
@@ -221,33 +296,8 @@ def _require_entry_key(key: Any) -> str:
     return key
 
 
-# ---- front matter --------------------------------------------------------------------------
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?)^---[ \t]*(?:\n|\Z)", re.DOTALL | re.MULTILINE)
-
-
-def parse_front_matter(text: str) -> tuple[dict[str, Any], str]:
-    """Split ``---``-delimited YAML front matter from a Markdown document.
-
-    Returns ``(metadata, body)``; the body has surrounding blank lines removed. Invalid YAML
-    yields empty metadata (the block is still removed from the body).
-    """
-    text = text.lstrip("\ufeff").replace("\r\n", "\n")
-    m = _FRONT_MATTER.match(text)
-    if m is None:
-        return {}, text.strip("\n")
-    try:
-        data = yaml.safe_load(m.group(1))
-    except yaml.YAMLError:
-        data = None
-    meta = data if isinstance(data, dict) else {}
-    return meta, text[m.end() :].strip("\n")
-
-
-def _one_line(value: Any) -> str | None:
-    if value is None:
-        return None
-    text = " ".join(str(value).split())
-    return text or None
+# ---- front matter (see mindstore.context.frontmatter) ---------------------------------------
+_one_line = one_line
 
 
 def _render_document(key: str, body: str, description: str | None) -> str:
@@ -346,6 +396,8 @@ class StoreSearchProvider(StoreBackedProvider):
         limit: how many hits :meth:`search` returns.
         recent: how many recent keys :meth:`get` names.
         max_chars: hits longer than this are cut (with a note of how much was cut).
+        max_entry_tokens: :meth:`set` refuses a longer entry with ``TokenBudgetError``
+            (estimated tokens; ``None`` = no limit).
     """
 
     def __init__(
@@ -356,9 +408,11 @@ class StoreSearchProvider(StoreBackedProvider):
         limit: int = 10,
         recent: int = 5,
         max_chars: int = 2000,
+        max_entry_tokens: int | None = DEFAULT_ENTRY_MAX_TOKENS,
     ) -> None:
         if limit <= 0 or recent < 0 or max_chars <= 0:
             raise ValueError("limit and max_chars must be positive and recent non-negative")
+        self.max_entry_tokens = _check_max_entry_tokens(max_entry_tokens)
         self._store = store
         self.scope = _check_scope(scope)
         self.limit = limit
@@ -403,12 +457,20 @@ class StoreSearchProvider(StoreBackedProvider):
 
         Raises:
             InvalidKeyError: empty or over-long key.
+            TokenBudgetError: ``content`` is over ``max_entry_tokens``; nothing changed.
         """
         store, scope_key = self._require_bound()
         entry_key = _require_entry_key(key)
         if not isinstance(content, str):
             raise TypeError("entry content must be a string")
+        _check_entry_size(content, self.max_entry_tokens, entry_key)
         await store.put_entry(scope_key, entry_key, content, description=description)
+
+    async def read_entry(self, key: str) -> tuple[str, str | None] | None:
+        """``(content, description)`` of the entry ``key``, or ``None``."""
+        store, scope_key = self._require_bound()
+        entry = await store.get_entry(scope_key, _require_entry_key(key))
+        return None if entry is None else (entry.content, entry.description)
 
     async def delete(self, key: str) -> bool:
         """Remove the entry ``key``; False if there was none."""
@@ -427,9 +489,18 @@ class StoreSkillProvider(StoreBackedProvider):
     Args:
         store: the store holding the skills.
         scope: ``"namespace"`` (default: shared by the namespace's sessions) or ``"session"``.
+        max_entry_tokens: :meth:`set` refuses a longer skill with ``TokenBudgetError``
+            (estimated tokens; ``None`` = no limit).
     """
 
-    def __init__(self, store: Store, *, scope: _Scope = "namespace") -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        scope: _Scope = "namespace",
+        max_entry_tokens: int | None = DEFAULT_ENTRY_MAX_TOKENS,
+    ) -> None:
+        self.max_entry_tokens = _check_max_entry_tokens(max_entry_tokens)
         self._store = store
         self.scope = _check_scope(scope)
         self._key = None
@@ -453,181 +524,30 @@ class StoreSkillProvider(StoreBackedProvider):
 
         Raises:
             InvalidKeyError: the key is not a safe relative name.
+            TokenBudgetError: ``content`` is over ``max_entry_tokens``; nothing changed.
         """
         store, scope_key = self._require_bound()
         skill_key = _require_key(key, "skill")
         if not isinstance(content, str):
             raise TypeError("skill content must be a string")
+        _check_entry_size(content, self.max_entry_tokens, skill_key)
         meta, body = parse_front_matter(content)
-        if description is None:
-            description = _one_line(meta.get("description"))
+        # capped: a description goes into every prompt that lists the skill
+        description = _one_line(meta.get("description") if description is None else description)
         await store.put_entry(scope_key, skill_key, body, description=description)
 
     async def delete(self, key: str) -> bool:
         store, scope_key = self._require_bound()
         return await store.delete_entry(scope_key, key)
 
-
-# ---- file skills -----------------------------------------------------------------------------
-class FileSkillProvider:
-    """A loadable block over Markdown skills in a folder or any fsspec URL.
-
-    Skills are ``<key>.md`` files and Agent-Skills folders ``<key>/SKILL.md``, both with optional
-    YAML front matter (``name``, ``description``). Keys may contain ``/`` (``guides/deploy``).
-    Files inside a skill folder other than ``SKILL.md`` belong to that skill and are not listed.
-
-    Args:
-        root: a local path or an fsspec URL (``s3://bucket/skills``, ``memory://skills``).
-        prefix: a sub-folder of ``root`` holding the skills (``"skills/"``).
-        keys: an allow-list; other keys are neither listed nor loadable.
-        storage_options: passed to fsspec (for S3/R2/MinIO: ``{"endpoint_url": ..., "key": ...,
-            "secret": ...}``).
-
-    Raises:
-        InvalidKeyError: ``prefix`` is not a safe relative folder name.
-    """
-
-    def __init__(
-        self,
-        root: str | Path,
-        *,
-        prefix: str = "",
-        keys: Sequence[str] | None = None,
-        storage_options: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.root = str(root)
-        self.prefix = prefix.strip("/")
-        if self.prefix:
-            _require_key(self.prefix, "prefix")
-        if isinstance(keys, str):
-            raise TypeError("keys must be a list of keys, not a string")
-        self.keys: frozenset[str] | None = frozenset(keys) if keys is not None else None
-        self.storage_options = dict(storage_options or {})
-        self._fs: Any = None
-        self._base = ""
-        self._lock = threading.Lock()
-
-    def __repr__(self) -> str:
-        return f"FileSkillProvider({self.root!r}, prefix={self.prefix!r})"
-
-    # -- file system (fsspec is synchronous; calls run in a worker thread) --
-    def _filesystem(self) -> tuple[Any, str]:
-        with self._lock:
-            if self._fs is None:
-                import fsspec  # type: ignore[import-untyped]
-
-                try:
-                    fs, path = fsspec.core.url_to_fs(self.root, **self.storage_options)
-                except ImportError as exc:
-                    protocol = self.root.split("://", 1)[0].lower() if "://" in self.root else ""
-                    if protocol in ("s3", "s3a"):
-                        raise MissingDependencyError("s3fs", "s3") from exc
-                    raise
-                base = str(path).rstrip("/")
-                if self.prefix:
-                    base = f"{base}/{self.prefix}" if base else self.prefix
-                self._fs, self._base = fs, base
-            return self._fs, self._base
-
-    def _path(self, key: str, *, folder: bool) -> str:
-        _, base = self._filesystem()
-        path = f"{base}/{key}/SKILL.md" if folder else f"{base}/{key}.md"
-        if not path.startswith(base + "/"):  # defence in depth; check_key already refused
-            raise InvalidKeyError(f"key {key!r} escapes the skills root")
-        return path
-
-    def _allowed(self, key: str) -> bool:
-        return check_key(key) is None and (self.keys is None or key in self.keys)
-
-    def _read(self, path: str) -> str | None:
-        fs, _ = self._filesystem()
-        try:
-            data = fs.cat_file(path)
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+    async def read_entry(self, key: str) -> tuple[str, str | None] | None:
+        """``(document, description)`` of the skill ``key``, or ``None``."""
+        if check_key(key) is not None:
             return None
-        return bytes(data).decode("utf-8", errors="replace")
+        store, scope_key = self._require_bound()
+        entry = await store.get_entry(scope_key, key)
+        return None if entry is None else (entry.content, entry.description)
 
-    def _list_sync(self) -> list[tuple[str, str | None]]:
-        fs, base = self._filesystem()
-        try:
-            files = fs.find(base) if fs.exists(base) else []
-        except FileNotFoundError:
-            files = []
-        rels = []
-        for f in files:
-            f = str(f)
-            if f.startswith(base + "/"):
-                rels.append(f[len(base) + 1 :])
-        skill_dirs = {r[: -len("/SKILL.md")] for r in rels if r.endswith("/SKILL.md")}
-        found: dict[str, str] = {}  # key -> path (key.md wins over key/SKILL.md, as in load)
-        for rel in rels:
-            if rel.endswith("/SKILL.md"):
-                key, file_form = rel[: -len("/SKILL.md")], False
-            elif rel.endswith(".md") and rel.rsplit("/", 1)[-1] != "SKILL.md":
-                key, file_form = rel[: -len(".md")], True
-            else:
-                continue
-            # files inside a skill folder belong to that skill
-            parent = key.rsplit("/", 1)[0] if "/" in key else None
-            if parent is not None and any(
-                parent == d or parent.startswith(d + "/") for d in skill_dirs
-            ):
-                continue
-            if self._allowed(key) and (file_form or key not in found):
-                found[key] = f"{base}/{rel}"
-        contents = fs.cat(list(found.values()), on_error="omit") if found else {}
-        if not isinstance(contents, dict):  # a single path returns bytes
-            contents = {next(iter(found.values())): contents}
-        items = []
-        for key, path in found.items():
-            raw = contents.get(path) or contents.get(fs._strip_protocol(path))
-            desc = None
-            if raw is not None:
-                meta, _ = parse_front_matter(bytes(raw).decode("utf-8", errors="replace"))
-                desc = _one_line(meta.get("description"))
-            items.append((key, desc))
-        return items
 
-    def _load_sync(self, key: str) -> str | None:
-        for folder in (False, True):
-            text = self._read(self._path(key, folder=folder))
-            if text is not None:
-                return parse_front_matter(text)[1]
-        return None
-
-    def _set_sync(self, key: str, content: str, description: str | None) -> None:
-        fs, _ = self._filesystem()
-        folder_path = self._path(key, folder=True)
-        path = folder_path if fs.exists(folder_path) else self._path(key, folder=False)
-        meta, body = parse_front_matter(content)
-        if description is None:
-            description = _one_line(meta.get("description"))
-        data = _render_document(key, body, description).encode("utf-8")
-        protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
-        if "file" in protocols or "local" in protocols:
-            fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
-        fs.pipe_file(path, data)
-
-    # -- provider API --
-    async def get(self) -> str:
-        """``- key: description`` (or ``- key``) lines, sorted by key."""
-        return _listing(await asyncio.to_thread(self._list_sync))
-
-    async def load(self, key: str) -> str | None:
-        """The skill's body without front matter; ``None`` if missing, not allowed or unsafe."""
-        if not self._allowed(key):
-            return None
-        return await asyncio.to_thread(self._load_sync, key)
-
-    async def set(self, key: str, content: str, description: str | None = None) -> None:
-        """Write ``<key>.md`` (or the existing ``<key>/SKILL.md``) with front matter.
-
-        Raises:
-            InvalidKeyError: the key could escape the root or is not in ``keys``.
-        """
-        _require_key(key, "skill")
-        if self.keys is not None and key not in self.keys:
-            raise InvalidKeyError(f"skill key {key!r} is not in this provider's keys allow-list")
-        if not isinstance(content, str):
-            raise TypeError("skill content must be a string")
-        await asyncio.to_thread(self._set_sync, key, content, description)
+# ---- file skills (mindstore.context.files; imported last: it builds on the helpers above) ----
+from mindstore.context.files import FileSkillProvider  # noqa: E402

@@ -17,7 +17,12 @@ Invariants:
   concurrent first freezes agree (the store keeps the first one written).
 * **Budgets.** ``max_tokens`` is checked on the *result* of a write; an append to a store-backed
   block is one atomic read-modify-write in the store, so concurrent appends from any number of
-  processes never lose a line, and an over-budget append changes nothing.
+  processes never lose a line, and an over-budget append changes nothing. A writable block
+  without ``max_tokens`` is capped at :data:`DEFAULT_BLOCK_MAX_TOKENS`; an entry written through
+  ``set_context`` by its block's ``max_tokens`` or :data:`DEFAULT_ENTRY_MAX_TOKENS`.
+* **Keyed appends.** ``set_context`` with ``action="append"`` on a searchable or loadable block
+  appends to the entry with the same title (read with the provider's ``read_entry(key)``,
+  serialised within the session); a provider without ``read_entry`` is refused, unchanged.
 * **Tools never raise.** Every generated tool returns ``"Error: <reason>"`` on failure.
 * **Loaded skills** are persisted per session in the store (no history scan); unloading is
   non-destructive — the stored ``load_context`` result stays, and reads of history show
@@ -34,6 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mindstore.context.providers import (
+    DEFAULT_ENTRY_MAX_TOKENS,
     StoreBackedProvider,
     StoreBlockProvider,
     has_set,
@@ -59,9 +65,19 @@ from mindstore.tools import Tool, ToolSet
 if TYPE_CHECKING:
     from mindstore.session import Session
 
-__all__ = ["ContextMixin", "join_block_content"]
+__all__ = [
+    "DEFAULT_BLOCK_MAX_TOKENS",
+    "DEFAULT_ENTRY_MAX_TOKENS",
+    "ContextMixin",
+    "join_block_content",
+]
 
 LOAD_TOOL = "load_context"
+
+DEFAULT_BLOCK_MAX_TOKENS = 32_000
+"""Cap of a writable block configured without ``max_tokens``: its content goes into every
+system prompt, so an unbounded write (a model storing a 50 MB tool output) would make every
+later prompt unusable. Pass ``max_tokens`` to ``with_context`` for another budget."""
 
 
 @dataclass(slots=True)
@@ -191,10 +207,39 @@ class ContextMixin:
         return estimate_string_tokens(text)
 
     def _check_budget(self, block: _Block, content: str) -> int:
-        tokens = self._count(content)
         limit = block.spec.max_tokens
-        if limit is not None and tokens > limit:
+        if limit is None:
+            return self._check_default_cap(block, content, DEFAULT_BLOCK_MAX_TOKENS, "block")
+        tokens = self._count(content)
+        if tokens > limit:
             raise TokenBudgetError(f'Block "{block.label}" exceeds maxTokens: {tokens} > {limit}')
+        return tokens
+
+    def _check_entry_budget(self, block: _Block, content: str) -> int:
+        """``max_tokens`` of a keyed block applies to each entry written to it; without it,
+        :data:`DEFAULT_ENTRY_MAX_TOKENS`."""
+        limit = block.spec.max_tokens
+        if limit is None:
+            return self._check_default_cap(block, content, DEFAULT_ENTRY_MAX_TOKENS, "entry")
+        tokens = self._count(content)
+        if tokens > limit:
+            raise TokenBudgetError(
+                f'Entry for block "{block.label}" exceeds maxTokens: {tokens} > {limit}'
+            )
+        return tokens
+
+    def _check_default_cap(self, block: _Block, content: str, cap: int, what: str) -> int:
+        # The estimate is at least chars/4: a huge text is refused without counting its words.
+        if self._tokenizer is None and len(content) > 4 * cap:
+            tokens = -(-len(content) // 4)
+        else:
+            tokens = self._count(content)
+        if tokens > cap:
+            subject = f'Block "{block.label}"' if what == "block" else f'Entry for "{block.label}"'
+            raise TokenBudgetError(
+                f"{subject} exceeds the default cap of {cap} tokens for blocks without "
+                f"max_tokens: {tokens} > {cap} (give the block a max_tokens to set its budget)"
+            )
         return tokens
 
     async def _content(self, block: _Block) -> str:
@@ -462,19 +507,61 @@ class ContextMixin:
             return f"Written to {block.label}. Usage: {usage}"
         if not block.settable:
             raise ReadOnlyBlockError(f'block "{block.label}" does not accept writes')
+        action = args.get("action") or "replace"
+        if action not in ("replace", "append"):
+            raise ValueError(f'action must be "replace" or "append", got {action!r}')
         metadata = args.get("metadata")
         if metadata is not None and not isinstance(metadata, Mapping):
             raise ValueError("metadata must be an object with title and description")
         metadata = metadata or {}
         title = metadata.get("title")
         description = metadata.get("description")
+        if not isinstance(description, str):
+            description = None
         key = entry_key(title if isinstance(title, str) else None, content)
+        try:
+            if action == "append":
+                appended = await self._append_entry(block, key, content, description)
+                if appended is None:
+                    return (
+                        f'Error: block "{block.label}" cannot append to an entry (its provider '
+                        "has no read_entry(key)). Nothing was written; write the whole entry "
+                        'with action "replace".'
+                    )
+                return f'Appended to "{key}" in {block.label}.'
+            self._check_entry_budget(block, content)
+        except TokenBudgetError as exc:
+            return f"Error: {exc}. Nothing was written; shorten the text."
+        await self._set_entry(block, key, content, description)
+        return f'Indexed "{key}" in {block.label}.'
+
+    async def _set_entry(
+        self, block: _Block, key: str, content: str, description: str | None
+    ) -> None:
         setter = block.provider.set
-        if isinstance(description, str) and _accepts_keyword(setter, "description"):
+        if description is not None and _accepts_keyword(setter, "description"):
             await maybe_await(setter(key, content, description=description))
         else:
             await maybe_await(setter(key, content))
-        return f'Indexed "{key}" in {block.label}.'
+
+    async def _append_entry(
+        self, block: _Block, key: str, content: str, description: str | None
+    ) -> str | None:
+        """Append ``content`` to the entry ``key`` (joined like block appends; a missing entry
+        is created) and return the new text, or ``None`` when the provider cannot read entries.
+        Serialised within this session; not atomic across processes (last writer wins)."""
+        reader = getattr(block.provider, "read_entry", None)
+        if not callable(reader):
+            return None
+        async with self._append_lock:
+            current = await maybe_await(reader(key))
+            old_text, old_description = current if current is not None else ("", None)
+            new = join_block_content(old_text, content)
+            self._check_entry_budget(block, new)
+            await self._set_entry(
+                block, key, new, description if description is not None else old_description
+            )
+            return new
 
     async def _tool_load_context(self, args: dict[str, Any]) -> str:
         block = await self._tool_block(args, ("loadable",))

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from mindstore.prompt import BlockKind
+from mindstore.prompt import BlockKind, percent
 
 __all__ = [
     "BlockInfo",
@@ -54,7 +54,7 @@ def entry_key(title: str | None, content: str) -> str:
 def usage_text(tokens: int, max_tokens: int | None) -> str:
     """``45% (495/1100 tokens)`` or ``120 tokens``."""
     if max_tokens:
-        return f"{round(tokens / max_tokens * 100)}% ({tokens}/{max_tokens} tokens)"
+        return f"{percent(tokens, max_tokens)}% ({tokens}/{max_tokens} tokens)"
     return f"{tokens} tokens"
 
 
@@ -89,8 +89,8 @@ def set_context_tool_spec(blocks: Sequence[BlockInfo]) -> tuple[str, dict[str, A
     if keyed:
         text += (
             "\nFor searchable and loadable blocks, content is stored as an entry keyed by "
-            "metadata.title (the same title updates the same entry); metadata.description is "
-            "a one-line summary."
+            'metadata.title: action "replace" (default) overwrites the entry with that title '
+            'and "append" adds a new line to it; metadata.description is a one-line summary.'
         )
     properties: dict[str, Any] = {
         "label": {
@@ -100,12 +100,12 @@ def set_context_tool_spec(blocks: Sequence[BlockInfo]) -> tuple[str, dict[str, A
         },
         "content": {"type": "string", "description": "The text to write."},
     }
-    if writable:
-        properties["action"] = {
-            "type": "string",
-            "enum": ["replace", "append"],
-            "description": "Writable blocks: replace (default) or append.",
-        }
+    properties["action"] = {
+        "type": "string",
+        "enum": ["replace", "append"],
+        "description": "replace (default) or append (to the block, or to the entry with the "
+        "same title).",
+    }
     if keyed:
         properties["metadata"] = {
             "type": "object",

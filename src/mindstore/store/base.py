@@ -408,3 +408,11 @@ class Store(Protocol):
     async def stats(self) -> dict[str, int]:
         """Row counts for the CLI's ``stats`` (namespaces, sessions, messages, blocks, …)."""
         ...
+
+    async def delete_namespace(self, namespace: str) -> dict[str, int]:
+        """Remove every row of ``namespace`` in every table — sessions, messages, search rows,
+        compactions, blocks (session- and namespace-scoped), entries and their search rows,
+        frozen prompts, skill states, usage — in ONE transaction; other namespaces are not
+        touched. Returns the number of rows deleted per kind (``sessions``, ``messages``,
+        ``compactions``, ``blocks``, ``entries``, ``prompts``, ``skill_states``)."""
+        ...

@@ -1686,6 +1686,42 @@ class PostgresStore:
 
         return await self._write(run)
 
+    async def delete_namespace(self, namespace: str) -> dict[str, int]:
+        """See :meth:`mindstore.store.base.Store.delete_namespace`.
+
+        One transaction: the namespace's registry rows are locked first (``FOR UPDATE``, in
+        ``sid`` order, the lock every append of a session takes), so an append in flight
+        either commits before the deletion or waits and then finds its session gone (it then
+        starts a new session). ``message_search`` rows go with their messages (cascade); they
+        are counted under ``messages``. Deleted rows stay on disk as dead tuples until
+        (auto)vacuum reclaims them.
+        """
+        check_name(namespace, "namespace")
+        sids = "SELECT sid FROM sessions WHERE namespace = %s"
+
+        async def run(conn: Conn) -> dict[str, int]:
+            await conn.execute(f"{sids} ORDER BY sid FOR UPDATE", (namespace,))
+            counts: dict[str, int] = {}
+            # Every namespace-owned table, children first. A new table holding namespace
+            # data gets one line here (tests/contract/test_delete_namespace.py checks every
+            # table of the schema).
+            for name, sql in (
+                ("compactions", f"DELETE FROM compactions WHERE sid IN ({sids})"),
+                ("", "DELETE FROM message_search WHERE namespace = %s"),
+                ("messages", f"DELETE FROM messages WHERE sid IN ({sids})"),
+                ("sessions", "DELETE FROM sessions WHERE namespace = %s"),
+                ("blocks", "DELETE FROM blocks WHERE namespace = %s"),
+                ("entries", "DELETE FROM entries WHERE namespace = %s"),
+                ("prompts", "DELETE FROM prompts WHERE namespace = %s"),
+                ("skill_states", "DELETE FROM skill_states WHERE namespace = %s"),
+            ):
+                cur = await conn.execute(sql, (namespace,))
+                if name:
+                    counts[name] = cur.rowcount
+            return counts
+
+        return await self._write(run)
+
     async def stats(self) -> dict[str, int]:
         """Row counts: namespaces, sessions, messages, compactions, blocks, entries, prompts,
         skill_states, and ``schema_version``."""

@@ -1973,6 +1973,52 @@ class SQLiteStore:
                 existed = True
             return existed
 
+    async def delete_namespace(self, namespace: str) -> dict[str, int]:
+        """See :meth:`mindstore.store.base.Store.delete_namespace`.
+
+        One ``BEGIN IMMEDIATE`` transaction removes the rows (search rows through the FTS5
+        ``delete`` command first, so the indexes never name a missing row). FTS5 keeps deleted
+        terms in its index segments until they are merged, so when anything was deleted a
+        second transaction runs ``optimize`` on the four search indexes (a rewrite of each
+        index, proportional to its size): afterwards no word of the namespace remains in the
+        file's live pages. Free pages may still hold old bytes until ``VACUUM``.
+        """
+        check_name(namespace, "namespace")
+        with self._tx(write=True) as conn:
+            counts = self._delete_namespace_rows(conn, namespace)
+        if any(counts.values()):
+            with self._tx(write=True) as conn:
+                for table in ("message_text", "message_stem", "entry_text", "entry_stem"):
+                    conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+        return counts
+
+    def _delete_namespace_rows(self, conn: sqlite3.Connection, ns: str) -> dict[str, int]:
+        sids = "SELECT sid FROM sessions WHERE namespace = ?"
+        counts: dict[str, int] = {}
+        counts["messages"] = conn.execute(
+            f"SELECT count(*) FROM messages WHERE sid IN ({sids})", (ns,)
+        ).fetchone()[0]
+        self._unindex_sql(conn, f"rowid IN (SELECT seq FROM messages WHERE sid IN ({sids}))", (ns,))
+        for old in conn.execute(
+            "SELECT id, key, content, description FROM entries WHERE namespace = ?", (ns,)
+        ).fetchall():
+            self._entry_fts(conn, "delete", old)
+        # Every namespace-owned table, children first. A new table holding namespace data
+        # gets one line here (tests/contract/test_delete_namespace.py checks every table).
+        for name, sql in (
+            ("compactions", f"DELETE FROM compactions WHERE sid IN ({sids})"),
+            ("", f"DELETE FROM messages WHERE sid IN ({sids})"),
+            ("sessions", "DELETE FROM sessions WHERE namespace = ?"),
+            ("blocks", "DELETE FROM blocks WHERE namespace = ?"),
+            ("entries", "DELETE FROM entries WHERE namespace = ?"),
+            ("prompts", "DELETE FROM prompts WHERE namespace = ?"),
+            ("skill_states", "DELETE FROM skill_states WHERE namespace = ?"),
+        ):
+            changed = conn.execute(sql, (ns,)).rowcount
+            if name:
+                counts[name] = changed
+        return counts
+
     async def stats(self) -> dict[str, int]:
         """Row counts: namespaces, sessions, messages, compactions, blocks, entries, prompts,
         skill_states, and ``schema_version``."""
