@@ -27,6 +27,10 @@ KEPT = "keepzq"
 BOOKKEEPING = {
     "sqlite": {
         "sqlite_sequence": "AUTOINCREMENT counters",
+        # vectors need a store with an embedder: test_semantic.py checks that
+        # delete_namespace takes them (triggers / cascade from messages)
+        "message_vectors": "vectors (tested in test_semantic.py)",
+        "vector_generations": "per-namespace cache counter, harmless",
         # FTS5 internals: segment b-trees, config and per-row sizes keyed by rowid. They are
         # checked separately: no MATCH finds the namespace's words afterwards, no segment
         # blob holds its marker, and every docsize row belongs to a surviving row.
@@ -47,7 +51,13 @@ BOOKKEEPING = {
         "entry_stem_config": "fts5",
         "entry_stem_docsize": "fts5",
     },
-    "postgres": {"mindstore_schema": "the schema version"},
+    "postgres": {
+        "mindstore_schema": "the schema version",
+        # vectors need a store with an embedder: test_semantic.py checks that
+        # delete_namespace takes them (triggers / cascade from messages)
+        "message_vectors": "vectors (tested in test_semantic.py)",
+        "vector_generations": "per-namespace cache counter, harmless",
+    },
 }
 
 
