@@ -72,7 +72,7 @@ async def search_messages(
         return list(
             await store.semantic_search(namespace, query, session_ids=session_ids, limit=limit)
         )
-    k = max(limit, CANDIDATES)
+    k = max(3 * limit, CANDIDATES)
     lex = await lexical(k)
     sem = await store.semantic_search(namespace, query, session_ids=session_ids, limit=k)
     return fuse_minmax(lex, sem, limit=limit, semantic_weight=weight)

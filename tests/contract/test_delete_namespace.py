@@ -30,8 +30,18 @@ BOOKKEEPING = {
         # the lexical index moves new documents from search_pending to search_terms in
         # batches of 32: a small namespace's rows are all still pending (checked there)
         "search_terms": "lexical index, filled in batches from search_pending",
+        # vectors need a store with an embedder: test_semantic.py checks that
+        # delete_namespace takes them (triggers / cascade from messages)
+        "message_vectors": "vectors (tested in test_semantic.py)",
+        "vector_generations": "per-namespace cache counter, harmless",
     },
-    "postgres": {"mindstore_schema": "the schema version"},
+    "postgres": {
+        "mindstore_schema": "the schema version",
+        # vectors need a store with an embedder: test_semantic.py checks that
+        # delete_namespace takes them (triggers / cascade from messages)
+        "message_vectors": "vectors (tested in test_semantic.py)",
+        "vector_generations": "per-namespace cache counter, harmless",
+    },
 }
 
 

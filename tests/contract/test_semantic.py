@@ -349,3 +349,15 @@ async def test_open_store_takes_an_embedder(backend: str, tmp_path: Path) -> Non
         await store.aclose()
         if schema:
             await drop_schema(POSTGRES_URL, schema)
+
+
+async def test_delete_namespace_takes_its_vectors(vstore: Any) -> None:
+    keep = SessionManager(vstore, namespace="keep")
+    gone = SessionManager(vstore, namespace="gone")
+    await keep.append("s", msg("k", "kiwi fruit"))
+    await gone.append("s", msg("g", "kiwi bird"))
+    await vstore.embed_pending()
+    await vstore.delete_namespace("gone")
+    assert await gone.search("kiwi", mode="semantic") == []
+    assert [h.message_id for h in await keep.search("kiwi", mode="semantic")] == ["k"]
+    assert await vstore.pending_embeddings() == 0

@@ -990,6 +990,7 @@ from .mcp_command import mcp_command  # noqa: E402 - registered after the group 
 cli.add_command(mcp_command)
 
 # ---- commands in their own modules (registered on import) -----------------------------------
+from . import embed as _embed  # noqa: E402, F401  (registers `mindstore embed`)
 from . import namespaces as _namespaces  # noqa: E402,F401
 
 # ---- serve (the web viewer; its code lives in mindstore.viewer) ------------------------------
@@ -998,4 +999,3 @@ from .serve import serve as _serve  # noqa: E402
 cli.add_command(_serve)
 
 # ---- embed (its own module) ------------------------------------------------------------------
-from . import embed as _embed  # noqa: E402, F401  (registers `mindstore embed` on `cli`)
