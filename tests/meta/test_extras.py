@@ -9,12 +9,29 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from mindstore.errors import MissingDependencyError
+
+
+@pytest.fixture(autouse=True)
+def _forget_modules_imported_while_hidden() -> Iterator[None]:
+    """A mindstore module first imported while a package was hidden keeps that state (its guard
+    saw the package missing). monkeypatch restores only what existed before the test, so drop
+    such modules afterwards: the next import runs with the real packages. (Without this, running
+    tests/meta first made every later PostgreSQL test report psycopg as missing.)"""
+    before = set(sys.modules)
+    yield
+    for name in [n for n in sys.modules if n not in before and n.startswith("mindstore.")]:
+        module = sys.modules.pop(name)
+        parent_name, _, child = name.rpartition(".")
+        parent = sys.modules.get(parent_name)
+        if parent is not None and getattr(parent, child, None) is module:
+            delattr(parent, child)
 
 
 def _hide(monkeypatch: pytest.MonkeyPatch, *packages: str) -> None:
