@@ -60,6 +60,31 @@ class Report:
     problems: list[str] = field(default_factory=list)
 
 
+def lexical_index_problems(con: sqlite3.Connection) -> list[str]:
+    """The SQLite lexical index after a kill: no rows of missing messages, and statistics that
+    match the rows (pending documents included)."""
+    problems: list[str] = []
+    indexed = (
+        "SELECT coll, part, doc FROM search_terms UNION SELECT coll, part, doc FROM search_pending"
+    )
+    ghosts = con.execute(
+        f"SELECT count(*) FROM ({indexed}) t LEFT JOIN messages m ON m.seq = t.doc "
+        "WHERE t.coll LIKE 'm:%' AND m.seq IS NULL"
+    ).fetchone()[0]
+    if ghosts:
+        problems.append(f"search index: {ghosts} documents of missing messages")
+    counted = {
+        (c, p): n
+        for c, p, n in con.execute(
+            f"SELECT coll, part, count(DISTINCT doc) FROM ({indexed}) GROUP BY coll, part"
+        )
+    }
+    stats = {(c, p): n for c, p, n in con.execute("SELECT coll, part, docs FROM search_stats")}
+    if counted != stats:
+        problems.append(f"search statistics {stats} != index rows {counted}")
+    return problems
+
+
 def _run_writer(
     backend: str, target: str, round_no: int, seed: int, kill_after: float
 ) -> list[dict[str, Any]]:
@@ -149,28 +174,7 @@ async def verify(
             ok = con.execute("PRAGMA integrity_check").fetchone()[0]
             if ok != "ok":
                 problems.append(f"integrity_check: {ok}")
-            # the lexical index: no rows of missing messages, statistics that match the rows
-            indexed = (
-                "SELECT coll, part, doc FROM search_terms "
-                "UNION SELECT coll, part, doc FROM search_pending"
-            )
-            ghosts = con.execute(
-                f"SELECT count(*) FROM ({indexed}) t LEFT JOIN messages m ON m.seq = t.doc "
-                "WHERE t.coll LIKE 'm:%' AND m.seq IS NULL"
-            ).fetchone()[0]
-            if ghosts:
-                problems.append(f"search index: {ghosts} documents of missing messages")
-            counted = {
-                (c, p): n
-                for c, p, n in con.execute(
-                    f"SELECT coll, part, count(DISTINCT doc) FROM ({indexed}) GROUP BY coll, part"
-                )
-            }
-            stats = {
-                (c, p): n for c, p, n in con.execute("SELECT coll, part, docs FROM search_stats")
-            }
-            if counted != stats:
-                problems.append(f"search statistics {stats} != index rows {counted}")
+            problems += lexical_index_problems(con)
         finally:
             con.close()
 

@@ -17,7 +17,7 @@ returned (``ack``); the parent SIGKILLs it at a random instant, then checks the 
 * **import** — every imported session re-exports exactly as the file (messages, overlays,
   blocks, skills, prompt, registry); an import in flight at the kill exists whole or not at all;
   when it left nothing, the next writer runs the same import again first, which must succeed.
-* SQLite: ``PRAGMA integrity_check`` and both FTS5 integrity checks after every kill.
+* SQLite: ``PRAGMA integrity_check`` and the lexical index check after every kill.
 
 Writers are forked from a ``forkserver`` that has imported mindstore already, so a round costs
 milliseconds rather than a Python start-up: 100 kills take seconds, not minutes.
@@ -42,7 +42,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from crash_harness import _settle, _writer_target
+from crash_harness import _settle, _writer_target, lexical_index_problems
 
 from mindstore import SessionManager
 from mindstore.cli.transfer import export_lines, import_data, parse_export, read_export
@@ -306,11 +306,7 @@ def _sqlite_problems(path: str) -> list[str]:
         ok = con.execute("PRAGMA integrity_check").fetchone()[0]
         if ok != "ok":
             problems.append(f"integrity_check: {ok}")
-        for fts in ("message_text", "message_stem"):
-            try:
-                con.execute(f"INSERT INTO {fts}({fts}) VALUES('integrity-check')")
-            except sqlite3.DatabaseError as exc:
-                problems.append(f"{fts} integrity-check: {exc}")
+        problems += lexical_index_problems(con)
     finally:
         con.close()
     return problems
