@@ -19,7 +19,14 @@ from mindstore.errors import EmbeddingError
 from mindstore.search import index_text
 from mindstore.vectors import embedding_text, encode_vector
 
-__all__ = ["PendingRow", "check_embedder", "message_text", "require_embedder", "run_embed_pending"]
+__all__ = [
+    "EmbedsPending",
+    "PendingRow",
+    "check_embedder",
+    "message_text",
+    "require_embedder",
+    "run_embed_pending",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,3 +128,33 @@ async def run_embed_pending(
         if written == 0 and len(rows) < n:
             break
     return done
+
+
+class EmbedsPending:
+    """``embed_pending`` for a backend's vector store: the backend gives ``embedder`` and its
+    ``_fetch`` (pending rows) / ``_write`` (one batch in one transaction); the loop is
+    :func:`run_embed_pending`, the same on every backend."""
+
+    embedder: Embedder
+
+    def _fetch(self, n: int) -> Sequence[PendingRow] | Awaitable[Sequence[PendingRow]]:
+        raise NotImplementedError
+
+    def _write(self, rows: list[tuple[PendingRow, bytes | None]]) -> int | Awaitable[int]:
+        raise NotImplementedError
+
+    async def embed_pending(
+        self,
+        *,
+        limit: int | None = None,
+        batch_size: int = 64,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        return await run_embed_pending(
+            self.embedder,
+            self._fetch,
+            self._write,
+            limit=limit,
+            batch_size=batch_size,
+            progress=progress,
+        )

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from mindstore.embeddings import Embedder, embed_batch
 from mindstore.errors import StoreError
 from mindstore.search import SearchResult, search_result
-from mindstore.store._vectors import PendingRow, message_text, run_embed_pending
+from mindstore.store._vectors import EmbedsPending, PendingRow, message_text
 from mindstore.vectors import VectorIndex, decode_vector, semantic_snippet
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def _halfvec(blob: bytes) -> str:
     return "[" + ",".join(repr(float(x)) for x in decode_vector(blob)) + "]"
 
 
-class PostgresVectors:
+class PostgresVectors(EmbedsPending):
     def __init__(self, store: PostgresStore, embedder: Embedder, vector_index: str) -> None:
         self._store = store
         self.embedder = embedder
@@ -215,22 +215,6 @@ class PostgresVectors:
             return written
 
         return await self._store._write(run)
-
-    async def embed_pending(
-        self,
-        *,
-        limit: int | None = None,
-        batch_size: int = 64,
-        progress: Callable[[int], None] | None = None,
-    ) -> int:
-        return await run_embed_pending(
-            self.embedder,
-            self._fetch,
-            self._write,
-            limit=limit,
-            batch_size=batch_size,
-            progress=progress,
-        )
 
     async def drop_vectors(self) -> int:
         async def run(conn: Conn) -> int:

@@ -12,13 +12,13 @@ another process's writes with one primary-key read and reloads the namespace's m
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from mindstore.embeddings import Embedder, embed_batch
 from mindstore.search import SearchResult, search_result
-from mindstore.store._vectors import PendingRow, message_text, run_embed_pending
+from mindstore.store._vectors import EmbedsPending, PendingRow, message_text
 from mindstore.vectors import VectorIndex, semantic_snippet
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ __all__ = ["SQLiteVectors"]
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-class SQLiteVectors:
+class SQLiteVectors(EmbedsPending):
     """Embedding and k-NN for one :class:`SQLiteStore` (it owns the connection and the lock)."""
 
     def __init__(self, store: SQLiteStore, embedder: Embedder) -> None:
@@ -79,22 +79,6 @@ class SQLiteVectors:
                 )
                 written += 1
         return written
-
-    async def embed_pending(
-        self,
-        *,
-        limit: int | None = None,
-        batch_size: int = 64,
-        progress: Callable[[int], None] | None = None,
-    ) -> int:
-        return await run_embed_pending(
-            self.embedder,
-            self._fetch,
-            self._write,
-            limit=limit,
-            batch_size=batch_size,
-            progress=progress,
-        )
 
     async def drop_vectors(self) -> int:
         """Delete every vector row (``mindstore embed --rebuild``); returns how many."""
