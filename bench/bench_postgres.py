@@ -171,7 +171,7 @@ async def plain_appends(conn: Any, session: str, msgs: list[dict[str, Any]]) -> 
         text = m["parts"][0]["text"]
         async with conn.transaction():
             cur = await conn.execute(pgstore._LOCK_SESSION_SQL, ("plain", session))
-            sid, leaf, leaf_text = await cur.fetchone()
+            sid, leaf, leaf_text, _xid = await cur.fetchone()
             doc = lexical.message_document(text, "", leaf_text)
             await conn.execute(
                 pgstore._INSERT_ONE_SQL,

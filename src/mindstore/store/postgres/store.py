@@ -651,9 +651,11 @@ class PostgresStore:
         if self._closed:
             raise StoreError(f"{self!r} is closed; open a new store")
 
-    async def _write(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
-        """Run ``fn`` in one transaction. A dead pooled connection found at BEGIN (nothing sent
-        yet) is replaced and the call retried; any other driver failure → StoreError.
+    async def _write(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """Run ``fn(conn, *args)`` in one transaction. A dead pooled connection found at BEGIN
+        (nothing sent yet) is replaced and the call retried; any other driver failure →
+        StoreError. The one write style of both backends: a store method validates, then
+        passes a domain function and its arguments here (SQLiteStore._write is the twin).
 
         Inside :meth:`transaction` (same task) ``fn`` runs in a savepoint of that transaction,
         so the call stays all-or-nothing on its own; nothing commits before the block ends."""
@@ -662,7 +664,7 @@ class PostgresStore:
         if bound is not None:
             try:
                 async with bound.transaction():
-                    return await fn(bound)
+                    return await fn(bound, *args)
             except psycopg.Error as e:
                 raise _store_error(e, self._limits) from e
         attempt = 0
@@ -674,7 +676,7 @@ class PostgresStore:
                 async with self._pool.connection() as conn:
                     async with conn.transaction():
                         begun = True
-                        result = await fn(conn)
+                        result = await fn(conn, *args)
                         committing = True  # leaving the block sends COMMIT
                     return result
             except psycopg.Error as e:
@@ -684,15 +686,15 @@ class PostgresStore:
                 unknown = committing and _is_dead(conn)
                 raise _store_error(e, self._limits, maybe_committed=unknown) from e
 
-    async def _read(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
-        """Run a read (autocommit; one statement is one snapshot). Reads are idempotent, so a
-        dead connection is replaced and the read retried. Inside :meth:`transaction` the read
-        runs in that transaction (and sees its snapshot and its writes)."""
+    async def _read(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """Run ``fn(conn, *args)`` as a read (autocommit; one statement is one snapshot).
+        Reads are idempotent, so a dead connection is replaced and the read retried. Inside
+        :meth:`transaction` the read runs in that transaction (sees its snapshot and writes)."""
         self._check_open()
         bound = self._tx_conn.get()
         if bound is not None:
             try:
-                return await fn(bound)
+                return await fn(bound, *args)
             except psycopg.Error as e:
                 raise _store_error(e, self._limits) from e
         attempt = 0
@@ -701,7 +703,7 @@ class PostgresStore:
             conn: Conn | None = None
             try:
                 async with self._pool.connection() as conn:
-                    return await fn(conn)
+                    return await fn(conn, *args)
             except psycopg.Error as e:
                 if attempt < self._retries and _is_dead(conn):
                     continue

@@ -125,7 +125,7 @@ from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, TypeVar
 
 from mindstore.embeddings import Embedder
 from mindstore.errors import (
@@ -478,6 +478,9 @@ def _forget_estimate(conn: sqlite3.Connection, where: str, *args: Any) -> None:
     )
 
 
+T = TypeVar("T")
+
+
 class SQLiteStore:
     """The SQLite backend of the :class:`~mindstore.store.base.Store` protocol.
 
@@ -768,6 +771,18 @@ class SQLiteStore:
                     raise
             except sqlite3.Error as e:
                 raise StoreError(f"SQLite error on {self._path!r}: {e}") from e
+
+    def _write(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(conn, *args)`` in one write transaction (see :meth:`_tx`). The one write
+        style of both backends: a store method validates, then passes a domain function and
+        its arguments here (PostgresStore._write is the twin, awaited)."""
+        with self._tx(write=True) as conn:
+            return fn(conn, *args)
+
+    def _read(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(conn, *args)`` as a read (see :meth:`_tx`)."""
+        with self._tx(write=False) as conn:
+            return fn(conn, *args)
 
     def _in_transaction(self, *, write: bool) -> Iterator[sqlite3.Connection]:
         conn = self._conn
