@@ -72,7 +72,7 @@ class PreparedMessage:
     Built before the transaction, so the work holds no lock: ``content`` is the stored JSON
     (the caller's :attr:`NewMessage.content` when given — it is exactly ``dumps(message)`` —
     else serialised here, once), ``nbytes`` its UTF-8 size. ``text``/``tool`` are the indexed
-    text of :func:`mindstore.search.index_text` when asked for (``index=True``), else None.
+    text of :func:`mindstore.search.index_text` when asked for (``index=True``), else empty.
     """
 
     __slots__ = ("content", "id", "item", "nbytes", "role", "text", "tool")
@@ -100,8 +100,7 @@ class PreparedMessage:
             self.content, self.nbytes = content, utf8_size(content)
         else:
             self.content, self.nbytes = serialise(msg, self.id)
-        self.text: str | None = None
-        self.tool: str | None = None
+        self.text = self.tool = ""
         if index:
             self.text, self.tool = index_text(msg)
 
@@ -134,17 +133,25 @@ def serialise(message: dict[str, Any], message_id: str) -> tuple[str, int]:
     return content, utf8_size(content)
 
 
-def prepare_update(message: Any, tokens: Any) -> tuple[str, str, str, int]:
-    """``(id, role, content, nbytes)`` of a message that replaces its stored version."""
-    if not isinstance(message, dict):
-        raise InvalidMessageError("update takes a validated message dict")
-    mid = check_id(message.get("id"), "message.id")
-    role = message.get("role")
-    if not isinstance(role, str):
-        raise InvalidMessageError("message.role must be a string")
-    check_int(tokens, "tokens")
-    content, nbytes = serialise(message, mid)
-    return mid, role, content, nbytes
+class PreparedUpdate:
+    """A message that replaces its stored version, checked and serialised before the
+    transaction (``text``/``tool`` as in :class:`PreparedMessage`)."""
+
+    __slots__ = ("content", "id", "nbytes", "role", "text", "tokens", "tool")
+
+    def __init__(self, message: Any, tokens: Any, *, index: bool = False) -> None:
+        if not isinstance(message, dict):
+            raise InvalidMessageError("update takes a validated message dict")
+        self.id: str = check_id(message.get("id"), "message.id")
+        role = message.get("role")
+        if not isinstance(role, str):
+            raise InvalidMessageError("message.role must be a string")
+        self.role: str = role
+        self.tokens: int = check_int(tokens, "tokens")
+        self.content, self.nbytes = serialise(message, self.id)
+        self.text = self.tool = ""
+        if index:
+            self.text, self.tool = index_text(message)
 
 
 def check_leaf_id(leaf_id: str | None) -> None:

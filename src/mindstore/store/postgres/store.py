@@ -68,7 +68,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
@@ -81,8 +80,6 @@ from mindstore.errors import (
     CompactionError,
     ConflictError,
     InvalidKeyError,
-    InvalidMessageError,
-    MessageNotFoundError,
     MindstoreError,
     MissingDependencyError,
     SchemaVersionError,
@@ -92,8 +89,8 @@ from mindstore.errors import (
 from mindstore.lexical import bm25
 from mindstore.lexical.collections import entry_collection, message_collection
 from mindstore.lexical.snippet import SnippetQuery, make_snippet
-from mindstore.messages import dumps
-from mindstore.search import ParsedQuery, SearchResult, index_text, search_result
+from mindstore.search import ParsedQuery, SearchResult, search_result
+from mindstore.store import _rules
 from mindstore.store._checks import (
     CREATE_FIELDS,
     check_entry_key,
@@ -111,7 +108,6 @@ from mindstore.store._checks import (
 )
 from mindstore.store._vectors import check_embedder, require_embedder
 from mindstore.store.base import (
-    AUTO,
     UNSET,
     Compaction,
     Entry,
@@ -126,7 +122,7 @@ from mindstore.store.base import (
     TokenEstimate,
     _Sentinel,
 )
-from mindstore.store.postgres import lexical
+from mindstore.store.postgres import _messages, lexical
 from mindstore.store.postgres.migrations import (
     LATEST_VERSION,
     MIGRATIONS,
@@ -163,54 +159,6 @@ _MAX_RECONNECT_DELAY: Final = 0.5  # seconds between reconnection attempts while
 
 
 # ---- SQL ---------------------------------------------------------------------------------------
-_MSG_COLS = "m.seq, m.id, p.id, m.content, m.created_at, m.tokens, m.nbytes"
-_MSG_FROM = "messages m LEFT JOIN messages p ON p.seq = m.parent_seq "
-_SESSION_SEQ = "(SELECT leaf_seq FROM sessions WHERE namespace = %s AND session_id = %s)"
-_MESSAGE_SEQ = (
-    "(SELECT x.seq FROM messages x JOIN sessions xs ON xs.sid = x.sid "
-    "WHERE xs.namespace = %s AND xs.session_id = %s AND x.id = %s)"
-)
-
-# Walk from a message to its root; ``depth`` 0 is the leaf. Each step is a LATERAL primary-key
-# lookup: with a plain join the planner, working from stale statistics on a freshly filled table,
-# may pick a hash join that scans the whole table once per level (quadratic).
-_STEP = (
-    "FROM up CROSS JOIN LATERAL (SELECT * FROM messages x WHERE x.seq = up.parent_seq LIMIT 1) m"
-)
-_PATH_SQL = (
-    "WITH RECURSIVE up(depth, seq, parent_seq, id, content, created_at, tokens, nbytes) AS ("
-    " SELECT 0, seq, parent_seq, id, content, created_at, tokens, nbytes"
-    " FROM messages WHERE seq = {leaf}"
-    " UNION ALL"
-    " SELECT up.depth + 1, m.seq, m.parent_seq, m.id, m.content, m.created_at, m.tokens, m.nbytes"
-    f" {_STEP}"
-    ") SELECT depth, seq, id, content, created_at, tokens, nbytes FROM up"
-)
-
-_PATH_COUNT_SQL = (
-    "WITH RECURSIVE up(parent_seq) AS ("
-    " SELECT parent_seq FROM messages WHERE seq = {leaf}"
-    " UNION ALL"
-    f" SELECT m.parent_seq {_STEP}"
-    ") SELECT count(*) FROM up"
-)
-
-# Sizes of the whole path (no bodies), then bodies for the rows of the window only.
-_WINDOW_SQL = (
-    "WITH RECURSIVE up(depth, seq, parent_seq, tokens, nbytes) AS ("
-    " SELECT 0, seq, parent_seq, tokens, nbytes FROM messages WHERE seq = {leaf}"
-    " UNION ALL"
-    " SELECT up.depth + 1, m.seq, m.parent_seq, m.tokens, m.nbytes"
-    f" {_STEP}"
-    "), w AS ("
-    " SELECT depth, seq,"
-    " sum(tokens) OVER (ORDER BY depth) AS ct, sum(nbytes) OVER (ORDER BY depth) AS cb,"
-    " sum(tokens) OVER () AS tt, sum(nbytes) OVER () AS tb, count(*) OVER () AS n"
-    " FROM up"
-    f") SELECT w.depth, w.tt, w.tb, w.n, {_MSG_COLS} FROM w JOIN {_MSG_FROM}"
-    "ON m.seq = w.seq WHERE w.depth < %s{budget}"
-)
-
 _SESSION_COLS = (
     "session_id, name, parent_session_id, model, source, metadata, input_tokens, "
     "output_tokens, estimated_cost, end_reason, created_at, updated_at, message_count"
@@ -219,72 +167,11 @@ _SESSION_COLS = (
 _COMPACTION_COLS = "id, from_id, to_id, summary, created_at, superseded_by, reverted"
 
 
-# Upsert the sessions row, which locks it until the end of the transaction.
-_LOCK_SESSION_SQL = (
-    "INSERT INTO sessions (namespace, session_id) VALUES (%s, %s) "
-    "ON CONFLICT (namespace, session_id) DO UPDATE SET leaf_seq = sessions.leaf_seq "
-    "RETURNING sid, leaf_seq, (SELECT text FROM message_search WHERE seq = sessions.leaf_seq), "
-    "txid_current()"
-)
-
 # transaction(lock=...): the registry row's lock, without creating a missing row.
 _LOCK_ROW_SQL = "SELECT 1 FROM sessions WHERE namespace = %s AND session_id = %s FOR UPDATE"
 
-# Insert one message with its search row and, if it was new, move the leaf pointer — one round
-# trip. (The search row's foreign key is checked at the end of the statement, when the message
-# row exists.)
-_INSERT_ONE_SQL = (
-    "WITH ins AS ("
-    " INSERT INTO messages (sid, id, parent_seq, role, content, tokens, nbytes)"
-    " VALUES (%(sid)s, %(id)s, %(parent)s, %(role)s, %(content)s,"
-    " %(tokens)s, %(nbytes)s)"
-    " ON CONFLICT (sid, id) DO NOTHING RETURNING seq, created_at"
-    "), indexed AS ("
-    " INSERT INTO message_search (seq, namespace, session_id, id, role, created_at, text,"
-    " tool_text) SELECT ins.seq, %(ns)s, %(sess)s, %(id)s, %(role)s, ins.created_at,"
-    " %(text)s, %(tool)s FROM ins"
-    "), terms AS ("
-    " INSERT INTO search_terms (coll, kind, key, doc, part, tf, ctx, dl)"
-    " SELECT %(coll)s, u.kind, u.key, ins.seq, %(sid)s, u.tf, u.ctx, %(dl)s FROM ins,"
-    " unnest(%(kinds)s::smallint[], %(keys)s::text[], %(tfs)s::real[], %(ctxs)s::real[])"
-    " AS u(kind, key, tf, ctx)"
-    "), counted AS ("
-    " INSERT INTO search_stats AS st (coll, part, docs, length)"
-    " SELECT %(coll)s, %(sid)s, 1, %(dl)s FROM ins WHERE %(indexed)s"
-    " ON CONFLICT (coll, part) DO UPDATE SET docs = st.docs + 1,"
-    " length = st.length + excluded.length"
-    ") UPDATE sessions SET leaf_seq = ins.seq, message_count = message_count + 1,"
-    " updated_at = clock_timestamp(),"
-    # the running token estimate (TokenEstimate): extended by a child of the measured leaf,
-    # started by a new root, cleared otherwise (SET sees the row's old values)
-    " est_tokens = CASE WHEN %(parent)s::bigint IS NULL THEN %(tokens)s::bigint"
-    " WHEN sessions.est_seq = %(parent)s::bigint THEN sessions.est_tokens + %(tokens)s::bigint"
-    " END,"
-    " est_seq = CASE WHEN %(parent)s::bigint IS NULL"
-    " OR sessions.est_seq = %(parent)s::bigint THEN ins.seq END"
-    " FROM ins WHERE sessions.sid = %(sid)s RETURNING ins.seq"
-)
-
-# Clear the running estimate and the compaction back-off after a path-changing write.
-_FORGET_ESTIMATE_SQL = (
-    "UPDATE sessions SET est_seq = NULL, est_tokens = NULL, est_gen = est_gen + 1,"
-    " compact_floor = NULL, compact_margin = NULL WHERE namespace = %s AND session_id = %s"
-)
-
-_INSERT_MANY_SQL = (
-    "WITH u AS MATERIALIZED (SELECT * FROM unnest("
-    "%(seqs)s::bigint[], %(ids)s::text[], %(parents)s::bigint[], %(roles)s::text[],"
-    " %(contents)s::text[], %(tokens)s::int[], %(nbytes)s::int[], %(texts)s::text[],"
-    " %(tools)s::text[]"
-    ") WITH ORDINALITY AS u(seq, id, parent, role, content, tokens, nbytes, text, tool, ord)"
-    "), ins AS ("
-    " INSERT INTO messages (seq, sid, id, parent_seq, role, content, tokens, nbytes)"
-    " SELECT u.seq, %(sid)s, u.id, u.parent, u.role, u.content, u.tokens,"
-    " u.nbytes FROM u ORDER BY u.ord RETURNING seq, created_at"
-    ") INSERT INTO message_search (seq, namespace, session_id, id, role, created_at, text,"
-    " tool_text) SELECT u.seq, %(ns)s, %(sess)s, u.id, u.role, ins.created_at, u.text,"
-    " u.tool FROM u JOIN ins ON ins.seq = u.seq ORDER BY u.ord"
-)
+# used by the other domains' writes
+_FORGET_ESTIMATE_SQL = _messages.FORGET_ESTIMATE_SQL
 
 _ENTRY_COLUMNS: Final = "key, content, description, updated_at, data, created_at, expires_at"
 
@@ -298,19 +185,6 @@ def _entry(row: Sequence[Any]) -> Entry:
         data=row[4],
         created_at=row[3] if row[5] is None else row[5],
         expires_at=row[6],
-    )
-
-
-def _message(row: Sequence[Any]) -> StoredMessage:
-    """Row of ``_MSG_COLS`` → StoredMessage."""
-    return StoredMessage(
-        id=row[1],
-        parent_id=row[2],
-        message=json.loads(row[3]),
-        created_at=row[4],
-        seq=row[0],
-        tokens=row[5],
-        nbytes=row[6],
     )
 
 
@@ -342,42 +216,6 @@ def _compaction(row: Sequence[Any]) -> Compaction:
         superseded_by=row[5],
         reverted=bool(row[6]),
     )
-
-
-class _Prepared:
-    """A message ready to insert: serialised once, outside the transaction."""
-
-    __slots__ = ("content", "id", "item", "nbytes", "role", "text", "tool")
-
-    def __init__(self, item: NewMessage) -> None:
-        if not isinstance(item, NewMessage):
-            raise TypeError(f"append takes NewMessage items, got {type(item).__name__}")
-        msg = item.message
-        if not isinstance(msg, dict):
-            raise InvalidMessageError("NewMessage.message must be a validated message dict")
-        self.id = check_id(msg.get("id"), "message.id")
-        role = msg.get("role")
-        if not isinstance(role, str):
-            raise InvalidMessageError("message.role must be a string")
-        self.role = role
-        parent = item.parent
-        if isinstance(parent, str):
-            check_id(parent, "parent_id")
-        elif parent is not None and parent is not AUTO:
-            raise TypeError("parent must be a message id, None (new root) or AUTO")
-        check_int(item.tokens, "NewMessage.tokens")
-        self.item = item
-        self.content, self.nbytes = _serialise(msg, self.id)
-        self.text, self.tool = index_text(msg)
-
-
-def _serialise(msg: dict[str, Any], mid: str) -> tuple[str, int]:
-    try:
-        content = dumps(msg)
-    except (TypeError, ValueError) as e:
-        raise InvalidMessageError(f"message {mid!r} is not JSON-serialisable: {e}") from e
-    # json.dumps escapes control characters, so the text holds no NUL for PostgreSQL to reject.
-    return content, len(content.encode("utf-8"))
 
 
 class PostgresStore:
@@ -779,6 +617,10 @@ class PostgresStore:
 
         return await self._read(run)
 
+    # ---- helpers the other domains use (inside a transaction) --------------------------------
+    _lock_session = staticmethod(_messages.lock_session)
+    _clear_session = staticmethod(_messages.clear_session)
+
     # ---- messages ----------------------------------------------------------------------------
     async def append(
         self,
@@ -789,249 +631,20 @@ class PostgresStore:
     ) -> list[bool]:
         """See :meth:`mindstore.store.base.Store.append` and the module docstring."""
         check_key(key)
-        prepared = [_Prepared(item) for item in items]
-        if expected_leaf is not UNSET and expected_leaf is not None:
-            check_id(expected_leaf, "expected_leaf")
-        if not prepared and expected_leaf is UNSET:
+        prepared = _rules.prepare_append(items, expected_leaf, index=True)
+        if prepared is None:
             return []
-
-        # The transaction's id and its result: if the connection is lost while committing,
-        # the server is asked (txid_status) whether that transaction committed.
-        xid: list[int] = []
-        done: list[list[bool]] = []
-
-        async def run(conn: Conn) -> list[bool]:
-            result = await attempt(conn)
-            done.append(result)
-            return result
-
-        async def attempt(conn: Conn) -> list[bool]:
-            cur = await conn.execute(_LOCK_SESSION_SQL, (key.namespace, key.session_id))
-            row = await cur.fetchone()
-            assert row is not None
-            sid, leaf, leaf_text, txid = row
-            xid.append(txid)
-            if expected_leaf is not UNSET:
-                current = None
-                if leaf is not None:
-                    cur = await conn.execute("SELECT id FROM messages WHERE seq = %s", (leaf,))
-                    r = await cur.fetchone()
-                    current = r[0] if r is not None else None
-                if current != expected_leaf:
-                    raise ConflictError(
-                        f"expected the latest leaf of session {key.session_id!r} to be "
-                        f"{expected_leaf!r} but it is {current!r}: re-read the history and retry"
-                    )
-            if len(prepared) == 1:
-                return [await self._insert_one(conn, key, sid, leaf, leaf_text, prepared[0])]
-            return await self._insert_many(conn, key, sid, leaf, leaf_text, prepared)
-
+        outcome = _messages.AppendOutcome()
         try:
-            return await self._write(run)
+            return await self._write(_messages.append, key, prepared, expected_leaf, outcome)
         except StoreError as e:
-            if not (e.maybe_committed and xid and done):
-                raise
-            status = await self._transaction_status(xid[-1])
-            if status == "committed":
-                return done[-1]
-            if status == "aborted":
-                raise StoreError(
-                    "PostgreSQL connection lost while committing; the server then reported "
-                    "that the transaction was rolled back: nothing was written, retry",
-                    message_ids=e.message_ids,
-                ) from e.__cause__
-            raise
-
-    async def _transaction_status(self, xid: int) -> str | None:
-        """``committed`` / ``aborted`` for a transaction whose COMMIT lost its connection,
-        asked of the server (``txid_status``) for up to ``connect_timeout`` seconds (it may be
-        restarting); None if it could not tell in that time."""
-        budget = self._limits.get("connect_timeout") or 30.0
-        deadline = time.monotonic() + budget
-        while (left := deadline - time.monotonic()) > 0:
-            try:
-                row = await asyncio.wait_for(self._fetchone("SELECT txid_status(%s)", (xid,)), left)
-            except (StoreError, TimeoutError):
-                await asyncio.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
-                continue
-            status = row[0] if row is not None else None
-            if status in ("committed", "aborted"):
-                return str(status)
-            if status is None:  # too old to know (not for a transaction this recent)
-                return None
-            await asyncio.sleep(0.02)  # "in progress": its backend is still finishing
-        return None
-
-    async def _insert_one(
-        self,
-        conn: Conn,
-        key: SessionKey,
-        sid: int,
-        leaf: int | None,
-        leaf_text: str | None,
-        p: _Prepared,
-    ) -> bool:
-        parent = p.item.parent
-        parent_text: str | None = None
-        if parent is AUTO:
-            parent_seq, parent_text = leaf, leaf_text
-        elif parent is None:
-            parent_seq = None
-        else:
-            assert isinstance(parent, str)
-            cur = await conn.execute(
-                "SELECT m.seq, x.text FROM messages m LEFT JOIN message_search x "
-                "ON x.seq = m.seq WHERE m.sid = %s AND m.id = %s",
-                (sid, parent),
-            )
-            r = await cur.fetchone()
-            if r is None:
-                raise MessageNotFoundError(
-                    f"parent message {parent!r} does not exist in session "
-                    f"{key.session_id!r}; nothing was written"
-                )
-            parent_seq, parent_text = r
-        doc = lexical.message_document(p.text, p.tool, parent_text)
-        cur = await conn.execute(
-            _INSERT_ONE_SQL,
-            {
-                "sid": sid,
-                "ns": key.namespace,
-                "sess": key.session_id,
-                "id": p.id,
-                "parent": parent_seq,
-                "role": p.role,
-                "content": p.content,
-                "tokens": p.item.tokens,
-                "nbytes": p.nbytes,
-                "text": p.text,
-                "tool": p.tool,
-                "coll": message_collection(key.namespace),
-                "kinds": [r[0] for r in doc.rows],
-                "keys": [r[1] for r in doc.rows],
-                "tfs": [r[2] for r in doc.rows],
-                "ctxs": [r[3] for r in doc.rows],
-                "dl": doc.length,
-                "indexed": bool(doc.rows),
-            },
-        )
-        return await cur.fetchone() is not None
-
-    async def _insert_many(
-        self,
-        conn: Conn,
-        key: SessionKey,
-        sid: int,
-        leaf: int | None,
-        leaf_text: str | None,
-        items: list[_Prepared],
-    ) -> list[bool]:
-        """A batch in a constant number of round trips: find existing ids and explicit parents,
-        allocate seqs, insert every new row with one ``unnest``, move the leaf pointer."""
-        ids = [p.id for p in items]
-        parents = [p.item.parent for p in items if isinstance(p.item.parent, str)]
-        cur = await conn.execute(
-            "SELECT m.id, m.seq, x.text FROM messages m LEFT JOIN message_search x "
-            "ON x.seq = m.seq WHERE m.sid = %s AND m.id = ANY(%s)",
-            (sid, list({*ids, *parents})),
-        )
-        known: dict[str, int] = {}
-        texts: dict[int | None, str | None] = {leaf: leaf_text}
-        for r in await cur.fetchall():
-            known[r[0]] = r[1]
-            texts[r[1]] = r[2]
-        # Allocate seqs for every item up front (unused ones are simply skipped: seqs only
-        # need to be monotonic, not dense).
-        cur = await conn.execute(
-            "SELECT nextval(pg_get_serial_sequence('messages', 'seq')) FROM generate_series(1, %s)",
-            (len(items),),
-        )
-        seqs = [r[0] for r in await cur.fetchall()]
-        cur = await conn.execute("SELECT est_seq, est_tokens FROM sessions WHERE sid = %s", (sid,))
-        est = await cur.fetchone()
-        est_seq, est_tokens = est if est is not None else (None, None)
-        results: list[bool] = []
-        rows: list[tuple[int, _Prepared, int | None]] = []
-        for p, seq in zip(items, seqs, strict=True):
-            parent = p.item.parent
-            if parent is AUTO:
-                parent_seq = leaf
-            elif parent is None:
-                parent_seq = None
-            else:
-                assert isinstance(parent, str)
-                found = known.get(parent)
-                if found is None:
-                    raise MessageNotFoundError(
-                        f"parent message {parent!r} does not exist in session "
-                        f"{key.session_id!r}; nothing was written"
-                    )
-                parent_seq = found
-            if p.id in known:
-                results.append(False)
-                continue
-            known[p.id] = seq
-            texts[seq] = p.text
-            rows.append((seq, p, parent_seq))
-            if parent_seq is None:
-                est_seq, est_tokens = seq, p.item.tokens
-            elif est_seq is not None and est_tokens is not None and parent_seq == est_seq:
-                est_seq, est_tokens = seq, est_tokens + p.item.tokens
-            else:
-                est_seq = est_tokens = None
-            leaf = seq
-            results.append(True)
-        if rows:
-            await conn.execute(
-                _INSERT_MANY_SQL,
-                {
-                    "sid": sid,
-                    "ns": key.namespace,
-                    "sess": key.session_id,
-                    "seqs": [r[0] for r in rows],
-                    "ids": [r[1].id for r in rows],
-                    "parents": [r[2] for r in rows],
-                    "roles": [r[1].role for r in rows],
-                    "contents": [r[1].content for r in rows],
-                    "tokens": [r[1].item.tokens for r in rows],
-                    "nbytes": [r[1].nbytes for r in rows],
-                    "texts": [r[1].text for r in rows],
-                    "tools": [r[1].tool for r in rows],
-                },
-            )
-            coll = message_collection(key.namespace)
-            terms = lexical.message_rows()
-            for seq, p, parent_seq in rows:
-                parent_text = texts.get(parent_seq) if parent_seq is not None else None
-                doc = lexical.message_document(p.text, p.tool, parent_text)
-                lexical.collect(terms, coll, seq, sid, doc)
-            await lexical.add_rows(conn, terms)
-            await conn.execute(
-                "UPDATE sessions SET leaf_seq = %s, message_count = message_count + %s, "
-                "updated_at = clock_timestamp(), est_seq = %s, est_tokens = %s WHERE sid = %s",
-                (leaf, len(rows), est_seq, est_tokens, sid),
-            )
-        return results
+            wait = self._limits.get("connect_timeout") or 30.0
+            return await _messages.settle_append(self._read, e, outcome, wait)
 
     async def token_estimate(self, key: SessionKey) -> TokenEstimate | None:
         """See :meth:`mindstore.store.base.Store.token_estimate`."""
         check_key(key)
-        row = await self._fetchone(
-            "SELECT m.id, s.est_tokens, s.est_gen, s.compact_floor, s.compact_margin "
-            "FROM sessions s LEFT JOIN messages m ON m.seq = s.est_seq "
-            "WHERE s.namespace = %s AND s.session_id = %s",
-            (key.namespace, key.session_id),
-        )
-        if row is None:
-            return None
-        known = row[0] is not None and row[1] is not None
-        return TokenEstimate(
-            leaf_id=row[0] if known else None,
-            tokens=int(row[1]) if known else None,
-            version=int(row[2]),
-            floor=None if row[3] is None else int(row[3]),
-            margin=None if row[4] is None else int(row[4]),
-        )
+        return await self._read(_messages.token_estimate, key)
 
     async def set_token_estimate(
         self,
@@ -1045,91 +658,35 @@ class PostgresStore:
     ) -> bool:
         """See :meth:`mindstore.store.base.Store.set_token_estimate`."""
         check_key(key)
-        check_id(leaf_id, "leaf_id")
-        check_int(tokens, "tokens")
-        check_int(version, "version")
-        for name, opt in (("floor", floor), ("margin", margin)):
-            if opt is not None:
-                check_int(opt, name)
-
-        async def run(conn: Conn) -> bool:
-            cur = await conn.execute(
-                "UPDATE sessions SET est_seq = (SELECT seq FROM messages "
-                "WHERE sid = sessions.sid AND id = %s), est_tokens = %s, compact_floor = %s, "
-                "compact_margin = %s WHERE namespace = %s AND session_id = %s AND est_gen = %s",
-                (leaf_id, tokens, floor, margin, key.namespace, key.session_id, version),
-            )
-            return cur.rowcount == 1
-
-        return await self._write(run)
+        _rules.check_token_estimate(leaf_id, tokens, version, floor, margin)
+        return await self._write(
+            _messages.set_token_estimate, key, leaf_id, tokens, version, floor, margin
+        )
 
     async def get_message(self, key: SessionKey, message_id: str) -> StoredMessage | None:
+        """See :meth:`mindstore.store.base.Store.get_message`."""
         check_key(key)
         check_id(message_id)
-        row = await self._fetchone(
-            f"SELECT {_MSG_COLS} FROM sessions s JOIN {_MSG_FROM}ON m.sid = s.sid "
-            "WHERE s.namespace = %s AND s.session_id = %s AND m.id = %s",
-            (key.namespace, key.session_id, message_id),
-        )
-        return None if row is None else _message(row)
+        return await self._read(_messages.get_message, key, message_id)
 
     async def get_messages(self, key: SessionKey, ids: Sequence[str]) -> list[StoredMessage]:
+        """See :meth:`mindstore.store.base.Store.get_messages`."""
         check_key(key)
-        if isinstance(ids, str):
-            raise TypeError("ids must be a sequence of message ids, not a string")
-        wanted = [check_id(i) for i in ids]
+        wanted = _rules.message_ids(ids)
         if not wanted:
             return []
-        rows = await self._fetchall(
-            f"SELECT {_MSG_COLS} FROM sessions s JOIN {_MSG_FROM}ON m.sid = s.sid "
-            "WHERE s.namespace = %s AND s.session_id = %s AND m.id = ANY(%s) ORDER BY m.seq",
-            (key.namespace, key.session_id, wanted),
-        )
-        return [_message(r) for r in rows]
+        return await self._read(_messages.get_messages, key, wanted)
 
     async def all_messages(self, key: SessionKey) -> list[StoredMessage]:
+        """See :meth:`mindstore.store.base.Store.all_messages`."""
         check_key(key)
-        rows = await self._fetchall(
-            f"SELECT {_MSG_COLS} FROM sessions s JOIN {_MSG_FROM}ON m.sid = s.sid "
-            "WHERE s.namespace = %s AND s.session_id = %s ORDER BY m.seq",
-            (key.namespace, key.session_id),
-        )
-        return [_message(r) for r in rows]
-
-    @staticmethod
-    def _leaf_sql(key: SessionKey, leaf_id: str | None) -> tuple[str, list[Any]]:
-        if leaf_id is None:
-            return _SESSION_SEQ, [key.namespace, key.session_id]
-        return _MESSAGE_SEQ, [key.namespace, key.session_id, check_id(leaf_id, "leaf_id")]
+        return await self._read(_messages.all_messages, key)
 
     async def path(self, key: SessionKey, leaf_id: str | None) -> list[StoredMessage]:
+        """See :meth:`mindstore.store.base.Store.path`."""
         check_key(key)
-        leaf_sql, params = self._leaf_sql(key, leaf_id)
-        rows = await self._fetchall(_PATH_SQL.format(leaf=leaf_sql), params)
-        if not rows:
-            if leaf_id is not None:
-                raise not_found(key, leaf_id)
-            return []
-        if any(r[0] != i for i, r in enumerate(rows)):  # pragma: no cover - CTE order is FIFO
-            rows.sort(key=lambda r: int(r[0]))
-        rows.reverse()
-        out: list[StoredMessage] = []
-        parent_id: str | None = None
-        loads = json.loads
-        for r in rows:
-            out.append(
-                StoredMessage(
-                    id=r[2],
-                    parent_id=parent_id,
-                    message=loads(r[3]),
-                    created_at=r[4],
-                    seq=r[1],
-                    tokens=r[5],
-                    nbytes=r[6],
-                )
-            )
-            parent_id = r[2]
-        return out
+        _rules.check_leaf_id(leaf_id)
+        return await self._read(_messages.path, key, leaf_id)
 
     async def path_window(
         self,
@@ -1140,224 +697,48 @@ class PostgresStore:
         max_bytes: int | None,
         min_messages: int,
     ) -> PathWindow:
+        """See :meth:`mindstore.store.base.Store.path_window`."""
         check_key(key)
-        for name, value in (("max_tokens", max_tokens), ("max_bytes", max_bytes)):
-            if value is not None:
-                check_int(value, name)
-        check_int(min_messages, "min_messages")
-        leaf_sql, params = self._leaf_sql(key, leaf_id)
-        params.append(max(1, min_messages))
-        budget = []
-        if max_tokens is not None:
-            budget.append("w.ct <= %s")
-            params.append(max_tokens)
-        if max_bytes is not None:
-            budget.append("w.cb <= %s")
-            params.append(max_bytes)
-        cond = f" OR ({' AND '.join(budget)})" if budget else " OR true"
-        rows = await self._fetchall(_WINDOW_SQL.format(leaf=leaf_sql, budget=cond), params)
-        if not rows:
-            if leaf_id is not None:
-                raise not_found(key, leaf_id)
-            return PathWindow(
-                messages=[], truncated=False, total_tokens=0, total_bytes=0, path_length=0
-            )
-        rows.sort(key=lambda r: -int(r[0]))
-        total_tokens, total_bytes, n = int(rows[0][1]), int(rows[0][2]), int(rows[0][3])
-        return PathWindow(
-            messages=[_message(r[4:]) for r in rows],
-            truncated=len(rows) < n,
-            total_tokens=total_tokens,
-            total_bytes=total_bytes,
-            path_length=n,
+        _rules.check_leaf_id(leaf_id)
+        _rules.check_window(max_tokens, max_bytes, min_messages)
+        return await self._read(
+            _messages.path_window, key, leaf_id, max_tokens, max_bytes, min_messages
         )
 
     async def path_length(self, key: SessionKey, leaf_id: str | None) -> int:
+        """See :meth:`mindstore.store.base.Store.path_length`."""
         check_key(key)
-        leaf_sql, params = self._leaf_sql(key, leaf_id)
-        row = await self._fetchone(
-            f"SELECT {leaf_sql} IS NOT NULL, ({_PATH_COUNT_SQL.format(leaf=leaf_sql)})",
-            params + params,
-        )
-        assert row is not None
-        if not row[0]:
-            if leaf_id is not None:
-                raise not_found(key, leaf_id)
-            return 0
-        return int(row[1])
+        _rules.check_leaf_id(leaf_id)
+        return await self._read(_messages.path_length, key, leaf_id)
 
     async def children(self, key: SessionKey, message_id: str) -> list[StoredMessage]:
+        """See :meth:`mindstore.store.base.Store.children`."""
         check_key(key)
         check_id(message_id)
-        rows = await self._fetchall(
-            "SELECT c.seq, c.id, par.id, c.content, c.created_at, c.tokens, c.nbytes "
-            "FROM sessions s JOIN messages par ON par.sid = s.sid "
-            "LEFT JOIN messages c ON c.parent_seq = par.seq "
-            "WHERE s.namespace = %s AND s.session_id = %s AND par.id = %s ORDER BY c.seq",
-            (key.namespace, key.session_id, message_id),
-        )
-        if not rows:
-            raise not_found(key, message_id)
-        return [_message(r) for r in rows if r[0] is not None]
+        return await self._read(_messages.children, key, message_id)
 
     async def latest_leaf(self, key: SessionKey) -> StoredMessage | None:
+        """See :meth:`mindstore.store.base.Store.latest_leaf`."""
         check_key(key)
-        row = await self._fetchone(
-            f"SELECT {_MSG_COLS} FROM sessions s JOIN {_MSG_FROM}ON m.seq = s.leaf_seq "
-            "WHERE s.namespace = %s AND s.session_id = %s",
-            (key.namespace, key.session_id),
-        )
-        return None if row is None else _message(row)
+        return await self._read(_messages.latest_leaf, key)
 
     async def update(self, key: SessionKey, message: dict[str, Any], *, tokens: int) -> None:
+        """See :meth:`mindstore.store.base.Store.update`."""
         check_key(key)
-        if not isinstance(message, dict):
-            raise InvalidMessageError("update takes a validated message dict")
-        mid = check_id(message.get("id"), "message.id")
-        role = message.get("role")
-        if not isinstance(role, str):
-            raise InvalidMessageError("message.role must be a string")
-        check_int(tokens, "tokens")
-        content, nbytes = _serialise(message, mid)
-        text, tool = index_text(message)
-
-        async def run(conn: Conn) -> None:
-            cur = await conn.execute(
-                "WITH upd AS (UPDATE messages m SET role = %(role)s, content = %(content)s, "
-                "tokens = %(tokens)s, nbytes = %(nbytes)s "
-                "FROM sessions s WHERE s.sid = m.sid "
-                "AND s.namespace = %(ns)s AND s.session_id = %(sess)s AND m.id = %(id)s "
-                "RETURNING m.seq) "
-                "UPDATE message_search x SET role = %(role)s, text = %(text)s, "
-                "tool_text = %(tool)s FROM upd WHERE x.seq = upd.seq RETURNING x.seq",
-                {
-                    "role": role,
-                    "content": content,
-                    "tokens": tokens,
-                    "nbytes": nbytes,
-                    "text": text,
-                    "tool": tool,
-                    "ns": key.namespace,
-                    "sess": key.session_id,
-                    "id": mid,
-                },
-            )
-            row = await cur.fetchone()
-            if row is None:
-                raise not_found(key, mid)
-            await conn.execute(_FORGET_ESTIMATE_SQL, (key.namespace, key.session_id))
-            # the message's own rows, and its children's context (the parent's text)
-            seqs = [row[0], *await lexical.children_of(conn, [row[0]])]
-            await lexical.reindex_messages(conn, key.namespace, seqs)
-
-        await self._write(run)
-
-    @staticmethod
-    async def _lock_session(conn: Conn, key: SessionKey) -> int | None:
-        cur = await conn.execute(
-            "SELECT sid FROM sessions WHERE namespace = %s AND session_id = %s FOR UPDATE",
-            (key.namespace, key.session_id),
-        )
-        row = await cur.fetchone()
-        return None if row is None else int(row[0])
+        await self._write(_messages.update, key, _rules.PreparedUpdate(message, tokens, index=True))
 
     async def delete(self, key: SessionKey, ids: Sequence[str]) -> int:
+        """See :meth:`mindstore.store.base.Store.delete`."""
         check_key(key)
-        if isinstance(ids, str):
-            raise TypeError("ids must be a sequence of message ids, not a string")
-        wanted = list(dict.fromkeys(check_id(i) for i in ids))
+        wanted = _rules.delete_ids(ids)
         if not wanted:
             return 0
-
-        async def run(conn: Conn) -> int:
-            sid = await self._lock_session(conn, key)
-            rows: list[tuple[Any, ...]] = []
-            if sid is not None:
-                cur = await conn.execute(
-                    "SELECT seq, id, parent_seq FROM messages WHERE sid = %s AND id = ANY(%s)",
-                    (sid, wanted),
-                )
-                rows = await cur.fetchall()
-            if len(rows) != len(wanted):
-                found = {r[1] for r in rows}
-                missing = [i for i in wanted if i not in found]
-                raise MessageNotFoundError(
-                    f"cannot delete {missing[0]!r}: no such message in session "
-                    f"{key.session_id!r}; nothing was deleted"
-                )
-            parent_of: dict[int, int | None] = {r[0]: r[2] for r in rows}
-            deleted = list(parent_of)
-            survivors: list[int | None] = []
-            for seq in deleted:
-                survivor = parent_of[seq]
-                while survivor is not None and survivor in parent_of:
-                    survivor = parent_of[survivor]
-                survivors.append(survivor)
-            # Re-attach children (that survive) to the nearest surviving ancestor; their context
-            # (the parent's text) changes.
-            moved = await lexical.children_of(conn, deleted)
-            await lexical.unindex(conn, message_collection(key.namespace), deleted)
-            await conn.execute(
-                "UPDATE messages c SET parent_seq = v.survivor "
-                "FROM unnest(%s::bigint[], %s::bigint[]) AS v(gone, survivor) "
-                "WHERE c.parent_seq = v.gone AND NOT (c.seq = ANY(%s))",
-                (deleted, survivors, deleted),
-            )
-            cur = await conn.execute(
-                "DELETE FROM compactions WHERE sid = %s AND (from_id = ANY(%s) OR to_id = ANY(%s))"
-                " RETURNING id",
-                (sid, wanted, wanted),
-            )
-            dropped = [r[0] for r in await cur.fetchall()]
-            if dropped:
-                # An overlay a dropped one had superseded applies again.
-                await conn.execute(
-                    "UPDATE compactions SET superseded_by = NULL "
-                    "WHERE sid = %s AND superseded_by = ANY(%s)",
-                    (sid, dropped),
-                )
-            await conn.execute("DELETE FROM messages WHERE seq = ANY(%s)", (deleted,))
-            await lexical.reindex_messages(conn, key.namespace, moved)
-            await conn.execute(
-                "UPDATE sessions SET leaf_seq = (SELECT max(m.seq) FROM messages m "
-                "WHERE m.sid = %s AND NOT EXISTS "
-                "(SELECT 1 FROM messages c WHERE c.parent_seq = m.seq)), "
-                "message_count = message_count - %s, updated_at = clock_timestamp() "
-                "WHERE sid = %s",
-                (sid, len(rows), sid),
-            )
-            await conn.execute(_FORGET_ESTIMATE_SQL, (key.namespace, key.session_id))
-            return len(rows)
-
-        return await self._write(run)
+        return await self._write(_messages.delete, key, wanted)
 
     async def clear(self, key: SessionKey) -> None:
+        """See :meth:`mindstore.store.base.Store.clear`."""
         check_key(key)
-
-        async def run(conn: Conn) -> None:
-            await self._clear_session(conn, key)
-
-        await self._write(run)
-
-    async def _clear_session(self, conn: Conn, key: SessionKey) -> int | None:
-        sid = await self._lock_session(conn, key)
-        await conn.execute(
-            "DELETE FROM skill_states WHERE namespace = %s AND session_id = %s",
-            (key.namespace, key.session_id),
-        )
-        if sid is None:
-            return None
-        await conn.execute("DELETE FROM compactions WHERE sid = %s", (sid,))
-        await lexical.clear_session(conn, key.namespace, sid)
-        # Children before parents is not needed: the self-reference is checked per statement.
-        await conn.execute("DELETE FROM messages WHERE sid = %s", (sid,))
-        await conn.execute(
-            "UPDATE sessions SET leaf_seq = NULL, message_count = 0, "
-            "updated_at = clock_timestamp() WHERE sid = %s",
-            (sid,),
-        )
-        await conn.execute(_FORGET_ESTIMATE_SQL, (key.namespace, key.session_id))
-        return sid
+        await self._write(_messages.clear_session, key)
 
     async def search(
         self,

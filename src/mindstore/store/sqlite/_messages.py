@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mindstore.store import _rules, failpoints
-from mindstore.store._rules import PreparedMessage, loads, make_stored, message_row
+from mindstore.store._rules import PreparedMessage, PreparedUpdate, loads, make_stored, message_row
 from mindstore.store.base import UNSET, PathWindow, SessionKey, StoredMessage, TokenEstimate
 from mindstore.store.sqlite import lexical
 
@@ -533,19 +533,11 @@ def latest_leaf(conn: sqlite3.Connection, key: SessionKey) -> StoredMessage | No
 
 
 # ---- changes -----------------------------------------------------------------------------------
-def update(
-    conn: sqlite3.Connection,
-    key: SessionKey,
-    message_id: str,
-    role: str,
-    content: str,
-    nbytes: int,
-    tokens: int,
-) -> None:
-    target = require_seq(conn, key, message_id)
+def update(conn: sqlite3.Connection, key: SessionKey, u: PreparedUpdate) -> None:
+    target = require_seq(conn, key, u.id)
     conn.execute(
         "UPDATE messages SET role = ?, content = ?, tokens = ?, nbytes = ? WHERE seq = ?",
-        (role, content, tokens, nbytes, target),
+        (u.role, u.content, u.tokens, u.nbytes, target),
     )
     # the message's own rows, and its children's context (the parent's text)
     lexical.reindex_messages(conn, key.namespace, [target, *lexical.children_of(conn, [target])])

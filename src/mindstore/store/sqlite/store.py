@@ -753,8 +753,7 @@ class SQLiteStore:
     async def update(self, key: SessionKey, message: dict[str, Any], *, tokens: int) -> None:
         """See :meth:`mindstore.store.base.Store.update`."""
         check_key(key)
-        mid, role, content, nbytes = _rules.prepare_update(message, tokens)
-        self._write(_messages.update, key, mid, role, content, nbytes, tokens)
+        self._write(_messages.update, key, _rules.PreparedUpdate(message, tokens))
 
     async def delete(self, key: SessionKey, ids: Sequence[str]) -> int:
         """See :meth:`mindstore.store.base.Store.delete`."""
