@@ -52,12 +52,62 @@ from mindstore.search import parse_query
 from mindstore.session import Session
 from mindstore.store.base import NewMessage, SessionKey
 from mindstore.store.postgres import PostgresStore, lexical
-from mindstore.store.postgres import store as pgstore
 
 URL = (
     os.environ.get("MINDSTORE_BENCH_POSTGRES_URL")
     or os.environ.get("MINDSTORE_TEST_POSTGRES_URL")
     or "postgresql://postgres@127.0.0.1:5432/test"
+)
+
+# The plain baseline's statements: the same ones PostgresStore sends (postgres/_messages.py),
+# written out here so the baseline does not move when the library does. Upsert-and-lock the
+# session row (returning the leaf, its indexed text and the transaction id) ...
+PLAIN_LOCK_SQL = (
+    "INSERT INTO sessions (namespace, session_id) VALUES (%s, %s) "
+    "ON CONFLICT (namespace, session_id) DO UPDATE SET leaf_seq = sessions.leaf_seq "
+    "RETURNING sid, leaf_seq, (SELECT text FROM message_search WHERE seq = sessions.leaf_seq), "
+    "txid_current()"
+)
+# ... then insert the message, its search row, terms and statistics, and move the leaf pointer
+# and the running token estimate, in one statement.
+PLAIN_INSERT_SQL = (
+    "WITH ins AS ("
+    " INSERT INTO messages (sid, id, parent_seq, role, content, tokens, nbytes)"
+    " VALUES (%(sid)s, %(id)s, %(parent)s, %(role)s, %(content)s, %(tokens)s, %(nbytes)s)"
+    " ON CONFLICT (sid, id) DO NOTHING RETURNING seq, created_at"
+    "), indexed AS ("
+    " INSERT INTO message_search (seq, namespace, session_id, id, role, created_at, text,"
+    " tool_text) SELECT ins.seq, %(ns)s, %(sess)s, %(id)s, %(role)s, ins.created_at,"
+    " %(text)s, %(tool)s FROM ins"
+    "), terms AS ("
+    " INSERT INTO search_terms (coll, kind, key, doc, part, tf, ctx, dl)"
+    " SELECT %(coll)s, u.kind, u.key, ins.seq, %(sid)s, u.tf, u.ctx, %(dl)s FROM ins,"
+    " unnest(%(kinds)s::smallint[], %(keys)s::text[], %(tfs)s::real[], %(ctxs)s::real[])"
+    " AS u(kind, key, tf, ctx)"
+    "), counted AS ("
+    " INSERT INTO search_stats AS st (coll, part, docs, length)"
+    " SELECT %(coll)s, %(sid)s, 1, %(dl)s FROM ins WHERE %(indexed)s"
+    " ON CONFLICT (coll, part) DO UPDATE SET docs = st.docs + 1,"
+    " length = st.length + excluded.length"
+    ") UPDATE sessions SET leaf_seq = ins.seq, message_count = message_count + 1,"
+    " updated_at = clock_timestamp(),"
+    " est_tokens = CASE WHEN %(parent)s::bigint IS NULL THEN %(tokens)s::bigint"
+    " WHEN sessions.est_seq = %(parent)s::bigint THEN sessions.est_tokens + %(tokens)s::bigint"
+    " END,"
+    " est_seq = CASE WHEN %(parent)s::bigint IS NULL"
+    " OR sessions.est_seq = %(parent)s::bigint THEN ins.seq END"
+    " FROM ins WHERE sessions.sid = %(sid)s RETURNING ins.seq"
+)
+# A path from a leaf seq to the root, leaf first, one primary-key lookup per step.
+PLAIN_PATH_SQL = (
+    "WITH RECURSIVE up(depth, seq, parent_seq, id, content, created_at, tokens, nbytes) AS ("
+    " SELECT 0, seq, parent_seq, id, content, created_at, tokens, nbytes"
+    " FROM messages WHERE seq = %s"
+    " UNION ALL"
+    " SELECT up.depth + 1, m.seq, m.parent_seq, m.id, m.content, m.created_at, m.tokens, m.nbytes"
+    " FROM up CROSS JOIN LATERAL"
+    " (SELECT * FROM messages x WHERE x.seq = up.parent_seq LIMIT 1) m"
+    ") SELECT depth, seq, id, content, created_at, tokens, nbytes FROM up"
 )
 
 # ts_headline options giving snippets like mindstore's (16 words, matches in brackets)
@@ -170,11 +220,11 @@ async def plain_appends(conn: Any, session: str, msgs: list[dict[str, Any]]) -> 
         content = json.dumps(m, ensure_ascii=False, separators=(",", ":"))
         text = m["parts"][0]["text"]
         async with conn.transaction():
-            cur = await conn.execute(pgstore._LOCK_SESSION_SQL, ("plain", session))
+            cur = await conn.execute(PLAIN_LOCK_SQL, ("plain", session))
             sid, leaf, leaf_text, _xid = await cur.fetchone()
             doc = lexical.message_document(text, "", leaf_text)
             await conn.execute(
-                pgstore._INSERT_ONE_SQL,
+                PLAIN_INSERT_SQL,
                 {
                     "sid": sid,
                     "ns": "plain",
@@ -233,7 +283,7 @@ async def bench_history(schema: str, n: int) -> None:
             "SELECT leaf_seq FROM sessions WHERE namespace = 'default' AND session_id = 'history'"
         )
         (leaf,) = await cur.fetchone()  # type: ignore[misc]
-        plain_sql = pgstore._PATH_SQL.format(leaf="%s")
+        plain_sql = PLAIN_PATH_SQL
 
         async def plain() -> list[dict[str, Any]]:
             c = await conn.execute(plain_sql, (leaf,))

@@ -77,21 +77,19 @@ async def restart_recovery(
 
 # ---- a frozen lock holder ------------------------------------------------------------------------
 def _holder(url: str, schema: str, timeouts: dict[str, float], inside: Event) -> None:
+    from mindstore.store import failpoints
     from mindstore.store.postgres import PostgresStore
 
-    class HoldingStore(PostgresStore):
+    async def hold() -> None:
         """Stops inside the append transaction (session row locked) until frozen."""
-
-        async def _insert_one(self, *args: Any, **kwargs: Any) -> bool:
-            result = await super()._insert_one(*args, **kwargs)
-            inside.set()
-            await asyncio.sleep(600)
-            return result
+        inside.set()
+        await asyncio.sleep(600)
 
     async def run() -> None:
-        store = await HoldingStore.open(url, schema=schema, min_size=1, max_size=1, **timeouts)
+        store = await PostgresStore.open(url, schema=schema, min_size=1, max_size=1, **timeouts)
         key = SessionKey(namespace="default", session_id="frozen")
-        await store.append(key, [NewMessage(message=_text("held", "held lock"))])
+        with failpoints.armed("append.after_insert", hold):
+            await store.append(key, [NewMessage(message=_text("held", "held lock"))])
 
     asyncio.run(run())
 

@@ -158,22 +158,20 @@ async def test_eight_processes_on_eight_sessions(schema: tuple[str, str]) -> Non
 
 # ---- SIGKILL mid-transaction -------------------------------------------------------------------
 def _killed_worker(url: str, schema: str, inside: Event) -> None:
+    from mindstore.store import failpoints
     from mindstore.store.postgres import PostgresStore
 
-    class StallingStore(PostgresStore):
+    async def stall() -> None:
         """Stops inside the append transaction, after the rows were inserted."""
-
-        async def _insert_many(self, *args: Any, **kwargs: Any) -> list[bool]:
-            result = await super()._insert_many(*args, **kwargs)
-            inside.set()
-            await asyncio.sleep(120)
-            return result
+        inside.set()
+        await asyncio.sleep(120)
 
     async def run() -> None:
-        store = await StallingStore.open(url, schema=schema, min_size=1, max_size=1)
+        store = await PostgresStore.open(url, schema=schema, min_size=1, max_size=1)
         key = SessionKey(namespace="default", session_id="victim")
         batch = [NewMessage(message=_text(f"doomed{i}", "doomed zebra")) for i in range(50)]
-        await store.append(key, batch)  # never returns: killed while the transaction is open
+        with failpoints.armed("append.after_insert", stall):
+            await store.append(key, batch)  # never returns: killed while the transaction is open
 
     asyncio.run(run())
 
@@ -343,23 +341,21 @@ def private_server() -> Iterator[PrivateServer]:
 async def test_server_restart_in_flight_fails_later_calls_succeed(
     private_server: PrivateServer,
 ) -> None:
+    from mindstore.store import failpoints
     from mindstore.store.postgres import PostgresStore
 
     release = asyncio.Event()
     inside = asyncio.Event()
 
-    class StallingStore(PostgresStore):
-        """The append of id 'stall' waits inside its open transaction until released."""
+    async def stall_first() -> None:
+        """The first append to get here (id 'stall') waits inside its open transaction until
+        released; the later ones (background traffic) pass."""
+        if inside.is_set():
+            return
+        inside.set()
+        await release.wait()
 
-        async def _insert_one(self, *args: Any) -> bool:
-            result = await super()._insert_one(*args)
-            p = args[-1]
-            if p.id == "stall":
-                inside.set()
-                await release.wait()
-            return result
-
-    store = await StallingStore.open(private_server.url, min_size=2, max_size=4, connect_timeout=20)
+    store = await PostgresStore.open(private_server.url, min_size=2, max_size=4, connect_timeout=20)
     # A second store whose only connection sits idle across the restart: its next calls must
     # notice the dead connection at BEGIN (nothing sent yet) and transparently use a new one.
     idle = await PostgresStore.open(private_server.url, min_size=1, max_size=1, connect_timeout=20)
@@ -370,62 +366,63 @@ async def test_server_restart_in_flight_fails_later_calls_succeed(
         for i in range(5):
             await s.append_message(_text(f"before{i}", "before the restart"))
 
-        stalled = asyncio.create_task(s.append_message(_text("stall", "in flight")))
-        await asyncio.wait_for(inside.wait(), 10)
+        with failpoints.armed("append.after_insert", stall_first):
+            stalled = asyncio.create_task(s.append_message(_text("stall", "in flight")))
+            await asyncio.wait_for(inside.wait(), 10)
 
-        # Background traffic on other sessions while the server goes away: every call either
-        # succeeds or raises StoreError, never anything else, never hangs.
-        outcomes: list[str] = []
-        stop = asyncio.Event()
-        restarted = asyncio.Event()
-        recovered = asyncio.Event()
-        ok_after_restart = 0
+            # Background traffic on other sessions while the server goes away: every call either
+            # succeeds or raises StoreError, never anything else, never hangs.
+            outcomes: list[str] = []
+            stop = asyncio.Event()
+            restarted = asyncio.Event()
+            recovered = asyncio.Event()
+            ok_after_restart = 0
 
-        async def traffic(n: int) -> None:
-            nonlocal ok_after_restart
-            t = Session.create(store, f"bg{n}")
-            i = 0
-            while not stop.is_set():
-                try:
-                    await t.append_message(_text(f"bg{n}-{i}", "background"))
-                    outcomes.append("ok")
-                    if restarted.is_set():
-                        ok_after_restart += 1
-                        if ok_after_restart >= 5:
-                            recovered.set()
-                except StoreError:
-                    outcomes.append("store-error")
-                    await asyncio.sleep(0.05)
-                i += 1
+            async def traffic(n: int) -> None:
+                nonlocal ok_after_restart
+                t = Session.create(store, f"bg{n}")
+                i = 0
+                while not stop.is_set():
+                    try:
+                        await t.append_message(_text(f"bg{n}-{i}", "background"))
+                        outcomes.append("ok")
+                        if restarted.is_set():
+                            ok_after_restart += 1
+                            if ok_after_restart >= 5:
+                                recovered.set()
+                    except StoreError:
+                        outcomes.append("store-error")
+                        await asyncio.sleep(0.05)
+                    i += 1
 
-        workers = [asyncio.create_task(traffic(n)) for n in range(2)]
-        started = time.monotonic()
-        await asyncio.to_thread(private_server.stop)
-        await asyncio.to_thread(private_server.start)
-        release.set()
-        with pytest.raises(StoreError) as info:
-            await stalled
-        assert info.value.__cause__ is not None  # the psycopg error is kept
+            workers = [asyncio.create_task(traffic(n)) for n in range(2)]
+            started = time.monotonic()
+            await asyncio.to_thread(private_server.stop)
+            await asyncio.to_thread(private_server.start)
+            release.set()
+            with pytest.raises(StoreError) as info:
+                await stalled
+            assert info.value.__cause__ is not None  # the psycopg error is kept
 
-        # Later calls succeed on the same store (the pool replaced its dead connections).
-        await s.append_message(_text("after", "after the restart"))
-        restarted.set()
-        try:
-            await asyncio.wait_for(recovered.wait(), 15)
-        finally:
-            stop.set()
-            await asyncio.gather(*workers)
-        assert set(outcomes) <= {"ok", "store-error"}
-        assert time.monotonic() - started < 30
+            # Later calls succeed on the same store (the pool replaced its dead connections).
+            await s.append_message(_text("after", "after the restart"))
+            restarted.set()
+            try:
+                await asyncio.wait_for(recovered.wait(), 15)
+            finally:
+                stop.set()
+                await asyncio.gather(*workers)
+            assert set(outcomes) <= {"ok", "store-error"}
+            assert time.monotonic() - started < 30
 
-        history = await s.get_history()
-        assert [m["id"] for m in history] == [*(f"before{i}" for i in range(5)), "after"]
-        assert await store.get_message(s.key, "stall") is None  # no partial write
-        info2 = await store.get_session(s.key)
-        assert info2 is not None and info2.message_count == 6
+            history = await s.get_history()
+            assert [m["id"] for m in history] == [*(f"before{i}" for i in range(5)), "after"]
+            assert await store.get_message(s.key, "stall") is None  # no partial write
+            info2 = await store.get_session(s.key)
+            assert info2 is not None and info2.message_count == 6
 
-        assert await idle_session.append_message(_text("i1", "idle store after")) is True
-        assert [m["id"] for m in await idle_session.get_history()] == ["i0", "i1"]
+            assert await idle_session.append_message(_text("i1", "idle store after")) is True
+            assert [m["id"] for m in await idle_session.get_history()] == ["i0", "i1"]
     finally:
         release.set()
         await store.aclose()

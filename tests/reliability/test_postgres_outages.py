@@ -27,6 +27,7 @@ from test_postgres_concurrency import PrivateServer
 from backends import drop_schema, new_schema_name, postgres_url_or_skip
 from mindstore.errors import StoreError
 from mindstore.session import Session
+from mindstore.store import failpoints
 
 pytestmark = pytest.mark.postgres
 
@@ -73,6 +74,7 @@ async def _unblock_commits(admin: Any) -> None:
 
 
 _WAITING_FOR_ACK = "SELECT pid FROM pg_stat_activity WHERE wait_event = 'SyncRep'"
+_IDLE_IN_TRANSACTION = "SELECT pid FROM pg_stat_activity WHERE state = 'idle in transaction'"
 
 
 # ---- item 5: the truth about a lost COMMIT --------------------------------------------------
@@ -109,38 +111,36 @@ async def test_append_cut_off_before_commit_says_nothing_was_written(
     url = private_server.url
     inside = asyncio.Event()
     release = asyncio.Event()
-    backend: list[int] = []
 
-    class StallingStore(PostgresStore):
-        async def _insert_one(self, conn: Any, *args: Any) -> bool:
-            result = await super()._insert_one(conn, *args)
-            backend.append(conn.info.backend_pid)
-            inside.set()
-            await release.wait()
-            return result
+    async def stall() -> None:
+        """The append waits inside its open transaction (rows written) until released."""
+        inside.set()
+        await release.wait()
 
     admin = await _admin(url)
-    store = await StallingStore.open(url, connect_timeout=20)
+    store = await PostgresStore.open(url, connect_timeout=20)
     try:
         s = Session.create(store, "cut")
-        task = asyncio.create_task(
-            s.append_message({"role": "user", "parts": [{"type": "text", "text": "no id"}]})
-        )
-        await asyncio.wait_for(inside.wait(), 20)
-        await admin.execute("SELECT pg_terminate_backend(%s)", (backend[0],))
-        release.set()
-        with pytest.raises(StoreError) as info:
-            await asyncio.wait_for(task, 30)
-        assert info.value.maybe_committed is False
-        [generated] = info.value.message_ids
-        assert await s.get_history() == []
-        # the retry with the id the error reports stores it once
-        retry = {"id": generated, "role": "user", "parts": [{"type": "text", "text": "no id"}]}
-        inside.clear()
-        backend.clear()
-        release.set()
-        assert await s.append_message(retry) is True
-        assert [m["id"] for m in await s.get_history()] == [generated]
+        with failpoints.armed("append.after_insert", stall):
+            task = asyncio.create_task(
+                s.append_message({"role": "user", "parts": [{"type": "text", "text": "no id"}]})
+            )
+            await asyncio.wait_for(inside.wait(), 20)
+            # the stalled append's connection: the only one idle inside a transaction
+            [pid] = await _wait_for_row(admin, _IDLE_IN_TRANSACTION)
+            await admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            release.set()
+            with pytest.raises(StoreError) as info:
+                await asyncio.wait_for(task, 30)
+            assert info.value.maybe_committed is False
+            [generated] = info.value.message_ids
+            assert await s.get_history() == []
+            # the retry with the id the error reports stores it once
+            retry = {"id": generated, "role": "user", "parts": [{"type": "text", "text": "no id"}]}
+            inside.clear()
+            release.set()
+            assert await s.append_message(retry) is True
+            assert [m["id"] for m in await s.get_history()] == [generated]
     finally:
         release.set()
         await store.aclose()

@@ -61,7 +61,7 @@ _MESSAGE_SEQ = (
 _STEP = (
     "FROM up CROSS JOIN LATERAL (SELECT * FROM messages x WHERE x.seq = up.parent_seq LIMIT 1) m"
 )
-PATH_SQL = (
+_PATH_SQL = (
     "WITH RECURSIVE up(depth, seq, parent_seq, id, content, created_at, tokens, nbytes) AS ("
     " SELECT 0, seq, parent_seq, id, content, created_at, tokens, nbytes"
     " FROM messages WHERE seq = {leaf}"
@@ -485,7 +485,7 @@ async def all_messages(conn: Conn, key: SessionKey) -> list[StoredMessage]:
 
 async def path(conn: Conn, key: SessionKey, leaf_id: str | None) -> list[StoredMessage]:
     leaf_sql, params = _leaf_sql(key, leaf_id)
-    rows = await _fetchall(conn, PATH_SQL.format(leaf=leaf_sql), params)
+    rows = await _fetchall(conn, _PATH_SQL.format(leaf=leaf_sql), params)
     if not rows:
         if leaf_id is not None:
             raise _rules.message_not_found(key, leaf_id)
