@@ -20,6 +20,7 @@ from typing import Any
 from mindstore.errors import ConflictError, InvalidMessageError, MessageNotFoundError
 from mindstore.messages import dumps
 from mindstore.search import index_text
+from mindstore.store import failpoints
 from mindstore.store._checks import check_id, check_int
 from mindstore.store.base import (
     AUTO,
@@ -31,6 +32,18 @@ from mindstore.store.base import (
 )
 
 # ---- messages: preparation, parents, expected leaf, delete plans, message rows -------------
+
+
+# Where a test may interrupt an append (:mod:`mindstore.store.failpoints`): the same places on
+# every backend, both inside the append's one transaction.
+APPEND_BEFORE_INSERT = failpoints.register(
+    "append.before_insert",
+    "append: the session is locked and the expected leaf checked; nothing inserted yet",
+)
+APPEND_AFTER_INSERT = failpoints.register(
+    "append.after_insert",
+    "append: every row is written (messages, search rows, session row); not yet committed",
+)
 
 
 # The user-facing errors of the message domain: one text on every backend.

@@ -37,15 +37,6 @@ if TYPE_CHECKING:
 
     Conn = AsyncConnection[tuple[Any, ...]]
 
-BEFORE_INSERT = failpoints.register(
-    "append.before_insert",
-    "append: the session is locked and the expected leaf checked; nothing inserted yet",
-)
-AFTER_INSERT = failpoints.register(
-    "append.after_insert",
-    "append: every row is written (messages, search rows, session row); not yet committed",
-)
-
 # ---- SQL ---------------------------------------------------------------------------------------
 _MSG_COLS = "m.seq, m.id, p.id, m.content, m.created_at, m.tokens, m.nbytes"
 _MSG_FROM = "messages m LEFT JOIN messages p ON p.seq = m.parent_seq "
@@ -225,12 +216,12 @@ async def append(
             r = await _fetchone(conn, "SELECT id FROM messages WHERE seq = %s", (leaf,))
             current = r[0] if r is not None else None
         _rules.check_expected_leaf(key, expected_leaf, current)  # type: ignore[arg-type]
-    await failpoints.ahit(BEFORE_INSERT)
+    await failpoints.ahit(_rules.APPEND_BEFORE_INSERT)
     if len(prepared) == 1:
         result = [await _insert_one(conn, key, sid, leaf, leaf_text, prepared[0])]
     else:
         result = await _insert_many(conn, key, sid, leaf, leaf_text, prepared)
-    await failpoints.ahit(AFTER_INSERT)
+    await failpoints.ahit(_rules.APPEND_AFTER_INSERT)
     outcome.result = result
     return result
 

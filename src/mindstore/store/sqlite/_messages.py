@@ -33,15 +33,6 @@ from mindstore.store._rules import PreparedMessage, PreparedUpdate, loads, make_
 from mindstore.store.base import UNSET, PathWindow, SessionKey, StoredMessage, TokenEstimate
 from mindstore.store.sqlite import lexical
 
-BEFORE_INSERT = failpoints.register(
-    "append.before_insert",
-    "append: the session is locked and the expected leaf checked; nothing inserted yet",
-)
-AFTER_INSERT = failpoints.register(
-    "append.after_insert",
-    "append: every row is written (messages, search rows, session row); not yet committed",
-)
-
 
 def _now_us() -> int:
     return time.time_ns() // 1000
@@ -300,7 +291,7 @@ def append(
         if leaf is not None:
             current = conn.execute("SELECT id FROM messages WHERE seq = ?", (leaf,)).fetchone()[0]
         _rules.check_expected_leaf(key, expected_leaf, current)  # type: ignore[arg-type]
-    failpoints.hit(BEFORE_INSERT)
+    failpoints.hit(_rules.APPEND_BEFORE_INSERT)
     results: list[bool] = []
     inserted = 0
     own_text: str | None = None  # the text of `leaf` when this call indexed it
@@ -344,7 +335,7 @@ def append(
             "linear = ?, est_seq = ?, est_tokens = ? WHERE sid = ?",
             (leaf, count + inserted, now, linear, est_seq, est_tokens, session),
         )
-    failpoints.hit(AFTER_INSERT)
+    failpoints.hit(_rules.APPEND_AFTER_INSERT)
     return results
 
 
