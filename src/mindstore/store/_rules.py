@@ -79,6 +79,14 @@ def leaf_conflict(key: SessionKey, expected: str | None, current: str | None) ->
     )
 
 
+def _id_and_role(message: dict[str, Any]) -> tuple[str, str]:
+    mid = check_id(message.get("id"), "message.id")
+    role = message.get("role")
+    if not isinstance(role, str):
+        raise InvalidMessageError("message.role must be a string")
+    return mid, role
+
+
 class PreparedMessage:
     """A :class:`~mindstore.store.base.NewMessage` checked and serialised, ready to insert.
 
@@ -96,11 +104,7 @@ class PreparedMessage:
         msg = item.message
         if not isinstance(msg, dict):
             raise InvalidMessageError("NewMessage.message must be a validated message dict")
-        self.id: str = check_id(msg.get("id"), "message.id")
-        role = msg.get("role")
-        if not isinstance(role, str):
-            raise InvalidMessageError("message.role must be a string")
-        self.role: str = role
+        self.id, self.role = _id_and_role(msg)
         parent = item.parent
         if isinstance(parent, str):
             check_id(parent, "parent_id")
@@ -155,11 +159,7 @@ class PreparedUpdate:
     def __init__(self, message: Any, tokens: Any, *, index: bool = False) -> None:
         if not isinstance(message, dict):
             raise InvalidMessageError("update takes a validated message dict")
-        self.id: str = check_id(message.get("id"), "message.id")
-        role = message.get("role")
-        if not isinstance(role, str):
-            raise InvalidMessageError("message.role must be a string")
-        self.role: str = role
+        self.id, self.role = _id_and_role(message)
         self.tokens: int = check_int(tokens, "tokens")
         self.content, self.nbytes = serialise(message, self.id)
         self.text = self.tool = ""
