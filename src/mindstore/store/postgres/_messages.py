@@ -31,11 +31,10 @@ from mindstore.store import _rules, failpoints
 from mindstore.store._rules import PreparedMessage, PreparedUpdate, loads, make_stored
 from mindstore.store.base import UNSET, PathWindow, SessionKey, StoredMessage, TokenEstimate
 from mindstore.store.postgres import lexical
+from mindstore.store.postgres._common import FORGET_ESTIMATE_SQL, lock_session
 
 if TYPE_CHECKING:
-    from psycopg import AsyncConnection
-
-    Conn = AsyncConnection[tuple[Any, ...]]
+    from mindstore.store.postgres._common import Conn
 
 # ---- SQL ---------------------------------------------------------------------------------------
 _MSG_COLS = "m.seq, m.id, p.id, m.content, m.created_at, m.tokens, m.nbytes"
@@ -144,12 +143,6 @@ _INSERT_MANY_SQL = (
     " u.tool FROM u JOIN ins ON ins.seq = u.seq ORDER BY u.ord"
 )
 
-# Clear the running estimate and the compaction back-off after a path-changing write.
-FORGET_ESTIMATE_SQL = (
-    "UPDATE sessions SET est_seq = NULL, est_tokens = NULL, est_gen = est_gen + 1,"
-    " compact_floor = NULL, compact_margin = NULL WHERE namespace = %s AND session_id = %s"
-)
-
 
 def _message(row: Sequence[Any]) -> StoredMessage:
     """A row of ``_MSG_COLS`` (time already a datetime) → StoredMessage."""
@@ -164,18 +157,6 @@ async def _fetchone(conn: Conn, sql: str, params: Sequence[Any]) -> Any:
 async def _fetchall(conn: Conn, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
     cur = await conn.execute(sql, params)
     return await cur.fetchall()
-
-
-# ---- helpers shared with the other domains (inside a transaction) -----------------------------
-async def lock_session(conn: Conn, key: SessionKey) -> int | None:
-    """Lock the session's registry row until commit (the lock appends take); its sid, or None
-    when it has no row."""
-    row = await _fetchone(
-        conn,
-        "SELECT sid FROM sessions WHERE namespace = %s AND session_id = %s FOR UPDATE",
-        (key.namespace, key.session_id),
-    )
-    return None if row is None else int(row[0])
 
 
 def _leaf_sql(key: SessionKey, leaf_id: str | None) -> tuple[str, list[Any]]:

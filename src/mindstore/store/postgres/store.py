@@ -123,6 +123,7 @@ from mindstore.store.base import (
     _Sentinel,
 )
 from mindstore.store.postgres import _messages, lexical
+from mindstore.store.postgres._common import FORGET_ESTIMATE_SQL, lock_session
 from mindstore.store.postgres.migrations import (
     LATEST_VERSION,
     MIGRATIONS,
@@ -171,7 +172,7 @@ _COMPACTION_COLS = "id, from_id, to_id, summary, created_at, superseded_by, reve
 _LOCK_ROW_SQL = "SELECT 1 FROM sessions WHERE namespace = %s AND session_id = %s FOR UPDATE"
 
 # used by the other domains' writes
-_FORGET_ESTIMATE_SQL = _messages.FORGET_ESTIMATE_SQL
+_FORGET_ESTIMATE_SQL = FORGET_ESTIMATE_SQL
 
 _ENTRY_COLUMNS: Final = "key, content, description, updated_at, data, created_at, expires_at"
 
@@ -618,7 +619,7 @@ class PostgresStore:
         return await self._read(run)
 
     # ---- helpers the other domains use (inside a transaction) --------------------------------
-    _lock_session = staticmethod(_messages.lock_session)
+    _lock_session = staticmethod(lock_session)
     _clear_session = staticmethod(_messages.clear_session)
 
     # ---- messages ----------------------------------------------------------------------------

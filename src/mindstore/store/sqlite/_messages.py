@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 import types
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -32,14 +31,7 @@ from mindstore.store import _rules, failpoints
 from mindstore.store._rules import PreparedMessage, PreparedUpdate, loads, make_stored, message_row
 from mindstore.store.base import UNSET, PathWindow, SessionKey, StoredMessage, TokenEstimate
 from mindstore.store.sqlite import lexical
-
-
-def _now_us() -> int:
-    return time.time_ns() // 1000
-
-
-def _dt(us: int) -> datetime:
-    return datetime.fromtimestamp(us / 1_000_000, UTC)
+from mindstore.store.sqlite._common import forget_estimate, now_us, session_sid, to_datetime
 
 
 def _path_builder() -> Callable[[list[Any], str | None], list[StoredMessage]]:
@@ -57,7 +49,13 @@ def _path_builder() -> Callable[[list[Any], str | None], list[StoredMessage]]:
             for mid, content, created_us, mseq, tokens, nbytes in reversed(rows):
                 out.append(
                     make_stored(
-                        mid, parent_id, loads(content), _dt(created_us), mseq, tokens, nbytes
+                        mid,
+                        parent_id,
+                        loads(content),
+                        to_datetime(created_us),
+                        mseq,
+                        tokens,
+                        nbytes,
                     )
                 )
                 parent_id = mid
@@ -106,7 +104,7 @@ _build_path = _path_builder()
 
 def _message(row: Sequence[Any]) -> StoredMessage:
     """A row of ``_MSG_SELECT`` (time in integer microseconds) → StoredMessage."""
-    return message_row(row, _dt(row[4]))
+    return message_row(row, to_datetime(row[4]))
 
 
 # seq, id, parent id, content, created_us, tokens, nbytes
@@ -168,15 +166,6 @@ _PATH_COUNT_SQL = (
 
 
 # ---- helpers shared with the other domains (inside a transaction) -----------------------------
-def sid(conn: sqlite3.Connection, key: SessionKey) -> int | None:
-    """The session's row id, or None when it has no registry row."""
-    row = conn.execute(
-        "SELECT sid FROM sessions WHERE namespace = ? AND session_id = ?",
-        (key.namespace, key.session_id),
-    ).fetchone()
-    return None if row is None else int(row[0])
-
-
 def seq(conn: sqlite3.Connection, session: int | None, message_id: str) -> int | None:
     """The seq of ``message_id`` in session ``session`` (a sid), or None."""
     if session is None:
@@ -189,19 +178,10 @@ def seq(conn: sqlite3.Connection, session: int | None, message_id: str) -> int |
 
 def require_seq(conn: sqlite3.Connection, key: SessionKey, message_id: str) -> int:
     """The seq of ``message_id``; MessageNotFoundError when the session does not have it."""
-    found = seq(conn, sid(conn, key), message_id)
+    found = seq(conn, session_sid(conn, key), message_id)
     if found is None:
         raise _rules.message_not_found(key, message_id)
     return found
-
-
-def forget_estimate(conn: sqlite3.Connection, where: str, *args: Any) -> None:
-    """Clear the running estimate and the compaction back-off after a path-changing write."""
-    conn.execute(
-        "UPDATE sessions SET est_seq = NULL, est_tokens = NULL, est_gen = est_gen + 1, "
-        f"compact_floor = NULL, compact_margin = NULL WHERE {where}",
-        args,
-    )
 
 
 @contextmanager
@@ -266,7 +246,7 @@ def append(
     expected_leaf: object,
 ) -> list[bool]:
     """Insert ``prepared`` (see :meth:`mindstore.store.base.Store.append`)."""
-    now = _now_us()
+    now = now_us()
     row = conn.execute(
         "SELECT sid, leaf_seq, message_count, linear, est_seq, est_tokens FROM sessions "
         "WHERE namespace = ? AND session_id = ?",
@@ -536,7 +516,7 @@ def update(conn: sqlite3.Connection, key: SessionKey, u: PreparedUpdate) -> None
 
 
 def delete(conn: sqlite3.Connection, key: SessionKey, wanted: list[str]) -> int:
-    session = sid(conn, key)
+    session = session_sid(conn, key)
     rows = (
         conn.execute(
             "SELECT seq, id, parent_seq FROM messages "
@@ -587,7 +567,7 @@ def delete(conn: sqlite3.Connection, key: SessionKey, wanted: list[str]) -> int:
     conn.execute(
         "UPDATE sessions SET leaf_seq = ?, message_count = message_count - ?, "
         "updated_us = ? WHERE sid = ?",
-        (leaf, len(rows), _now_us(), session),
+        (leaf, len(rows), now_us(), session),
     )
     forget_estimate(conn, "sid = ?", session)
     return len(rows)
@@ -601,7 +581,7 @@ def clear_session(conn: sqlite3.Connection, key: SessionKey) -> int | None:
         "DELETE FROM skill_states WHERE namespace = ? AND session_id = ?",
         (key.namespace, key.session_id),
     )
-    session = sid(conn, key)
+    session = session_sid(conn, key)
     if session is None:
         return None
     lexical.clear_session(conn, key.namespace, session)
@@ -610,7 +590,7 @@ def clear_session(conn: sqlite3.Connection, key: SessionKey) -> int | None:
     conn.execute(
         "UPDATE sessions SET leaf_seq = NULL, message_count = 0, linear = 1, updated_us = ? "
         "WHERE sid = ?",
-        (_now_us(), session),
+        (now_us(), session),
     )
     forget_estimate(conn, "sid = ?", session)
     return session

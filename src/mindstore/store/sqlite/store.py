@@ -171,6 +171,7 @@ from mindstore.store.base import (
     _Sentinel,
 )
 from mindstore.store.sqlite import _messages, lexical
+from mindstore.store.sqlite._common import forget_estimate, session_sid
 from mindstore.store.sqlite.migrations import (
     LATEST_VERSION,
     MIGRATIONS,
@@ -267,7 +268,7 @@ _COMPACTION_COLS = "id, from_id, to_id, summary, created_us, superseded_by, reve
 
 
 # used by the other domains' writes
-_forget_estimate = _messages.forget_estimate
+_forget_estimate = forget_estimate
 
 
 T = TypeVar("T")
@@ -652,7 +653,7 @@ class SQLiteStore:
                 raise StoreError(f"SQLite error on {self._path!r}: {e}") from e
 
     # ---- helpers the other domains use (inside a transaction) --------------------------------
-    _sid = staticmethod(_messages.sid)
+    _sid = staticmethod(session_sid)
     _require_seq = staticmethod(_messages.require_seq)
     _clear_session = staticmethod(_messages.clear_session)
 
