@@ -11,15 +11,25 @@ A released migration is never edited; changes go in a new, higher-numbered migra
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Callable
 from typing import Final
 
-__all__ = ["LATEST_VERSION", "MIGRATIONS", "REINDEX_AFTER", "statements"]
+from mindstore.errors import SchemaVersionError
+from mindstore.store.sqlite import lexical
+
+__all__ = [
+    "LATEST_VERSION",
+    "MIGRATIONS",
+    "REINDEX_AFTER",
+    "check_not_newer",
+    "migrate",
+    "statements",
+]
 
 
 def statements(sql: str) -> list[str]:
     """Split a migration into statements; a trigger body's own semicolons stay inside it."""
-    import sqlite3
-
     out: list[str] = []
     buf = ""
     for piece in sql.split(";"):
@@ -331,3 +341,41 @@ MIGRATIONS: Final[list[tuple[int, str, str]]] = [
 ]
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]
+
+
+def check_not_newer(path: str, version: int) -> None:
+    """Refuse a file written by a newer mindstore (before anything is written to it)."""
+    if version > LATEST_VERSION:
+        raise SchemaVersionError(
+            f"{path!r} has schema version {version}, but this mindstore only "
+            f"understands up to {LATEST_VERSION}: upgrade mindstore to open it"
+        )
+
+
+def migrate(
+    conn: sqlite3.Connection, path: str, begin: Callable[[sqlite3.Connection], None]
+) -> None:
+    """Apply every pending migration in one write transaction (``begin`` opens it, waiting for
+    another process's lock); a file written by an older release is re-indexed once, inside it."""
+    begin(conn)
+    try:
+        # Another process may have migrated while we waited for the lock.
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > LATEST_VERSION:
+            raise SchemaVersionError(
+                f"{path!r} has schema version {version}, newer than {LATEST_VERSION}"
+            )
+        reindex = False
+        for number, name, sql in MIGRATIONS:
+            if number > version:
+                for statement in statements(sql):
+                    conn.execute(statement)
+                reindex = reindex or name == REINDEX_AFTER
+        if reindex and version > 0:
+            lexical.rebuild(conn)  # an older file: build the lexical index once
+        conn.execute(f"PRAGMA user_version={LATEST_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise

@@ -116,13 +116,10 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import threading
 import time
 import types
-import urllib.parse
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
-from contextvars import ContextVar
+from contextlib import AbstractContextManager, asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
@@ -134,9 +131,7 @@ from mindstore.errors import (
     InvalidKeyError,
     InvalidMessageError,
     MessageNotFoundError,
-    SchemaVersionError,
     SessionNotFoundError,
-    StoreError,
 )
 from mindstore.lexical import bm25
 from mindstore.lexical.collections import entry_collection, message_collection
@@ -145,6 +140,7 @@ from mindstore.messages import dumps
 from mindstore.search import ParsedQuery, SearchResult, index_text, search_result
 from mindstore.store._checks import (
     CREATE_FIELDS,
+    check_choice,
     check_entry_key,
     check_expiry,
     check_id,
@@ -157,7 +153,7 @@ from mindstore.store._checks import (
     check_text,
     prefix_upper_bound,
 )
-from mindstore.store._vectors import check_embedder, require_embedder
+from mindstore.store._vectors import VectorMethods, check_embedder
 from mindstore.store.base import (
     AUTO,
     UNSET,
@@ -175,12 +171,7 @@ from mindstore.store.base import (
     _Sentinel,
 )
 from mindstore.store.sqlite import lexical
-from mindstore.store.sqlite.migrations import (
-    LATEST_VERSION,
-    MIGRATIONS,
-    REINDEX_AFTER,
-    statements,
-)
+from mindstore.store.sqlite._connection import SQLiteConnection
 from mindstore.store.sqlite.vectors import SQLiteVectors
 
 __all__ = ["SQLiteStore"]
@@ -481,7 +472,7 @@ def _forget_estimate(conn: sqlite3.Connection, where: str, *args: Any) -> None:
 T = TypeVar("T")
 
 
-class SQLiteStore:
+class SQLiteStore(VectorMethods):
     """The SQLite backend of the :class:`~mindstore.store.base.Store` protocol.
 
     Args:
@@ -496,8 +487,8 @@ class SQLiteStore:
             with an older schema raises :class:`~mindstore.errors.StoreError` on open; every
             write method raises :class:`~mindstore.errors.StoreError`. Used by the CLI's read
             commands.
-        embedder: an :class:`~mindstore.embeddings.Embedder` for semantic and hybrid search
-            (DESIGN §5.2). Appends never call it; :meth:`embed_pending` embeds what is new.
+        embedder: an :class:`~mindstore.embeddings.Embedder` for semantic and hybrid search.
+            Appends never call it; :meth:`embed_pending` embeds what is new.
 
     The constructor does no I/O; the database is opened (and migrated) on first use.
     """
@@ -513,8 +504,7 @@ class SQLiteStore:
     ) -> None:
         if not isinstance(path, str | os.PathLike):
             raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
-        if synchronous not in ("NORMAL", "FULL"):
-            raise ValueError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
+        check_choice(synchronous, "synchronous", ("NORMAL", "FULL"))
         if (
             isinstance(busy_timeout, bool)
             or not isinstance(busy_timeout, int | float)
@@ -525,15 +515,13 @@ class SQLiteStore:
         if read_only and self._path == ":memory:":
             raise ValueError("read_only needs a database file; ':memory:' starts empty")
         self._read_only = bool(read_only)
-        self._synchronous = synchronous
-        self._busy_timeout = float(busy_timeout)
-        self._conn: sqlite3.Connection | None = None
-        self._closed = False
-        self._lock = threading.RLock()
-        # transaction(): the owner token of the open block (None: none) and the task's token.
-        self._tx_owner: object | None = None
-        self._tx_readonly = False
-        self._tx_task: ContextVar[object | None] = ContextVar("mindstore_sqlite_tx", default=None)
+        self._db = SQLiteConnection(
+            self._path,
+            synchronous=synchronous,
+            busy_timeout=float(busy_timeout),
+            read_only=self._read_only,
+            label=repr(self),
+        )
         self._embedder = check_embedder(embedder)
         self._vectors = SQLiteVectors(self, self._embedder) if self._embedder else None
 
@@ -546,56 +534,10 @@ class SQLiteStore:
         """The database path as given (``":memory:"`` for an in-memory store)."""
         return self._path
 
-    # ---- vectors (DESIGN §5.2; the work is in sqlite/vectors.py) ---------------------------
     @property
-    def embedder(self) -> Embedder | None:
-        """The embedder given to the store, or None (lexical search only)."""
-        return self._embedder
-
-    def _require_vectors(self, what: str) -> SQLiteVectors:
-        require_embedder(self._embedder, what)
-        assert self._vectors is not None
-        return self._vectors
-
-    async def embed_pending(
-        self,
-        *,
-        limit: int | None = None,
-        batch_size: int = 64,
-        progress: Callable[[int], None] | None = None,
-    ) -> int:
-        """Embed messages that have no vector of this store's embedder yet, ``batch_size`` per
-        call to the embedder and per transaction; returns how many were embedded.
-        ``progress(n)`` is called after each batch."""
-        vectors = self._require_vectors("embed_pending")
-        return await vectors.embed_pending(limit=limit, batch_size=batch_size, progress=progress)
-
-    async def pending_embeddings(self) -> int:
-        """How many messages have no vector of this store's embedder."""
-        return await self._require_vectors("pending_embeddings").pending_count()
-
-    async def drop_vectors(self) -> int:
-        """Delete every stored vector (any embedder) so the next embed_pending re-embeds all."""
-        return await self._require_vectors("drop_vectors").drop_vectors()
-
-    async def semantic_search(
-        self,
-        namespace: str,
-        query: str,
-        *,
-        session_ids: Sequence[str] | None = None,
-        limit: int = 20,
-    ) -> list[SearchResult]:
-        """Nearest messages of the namespace to ``query`` by the embedder (exact cosine k-NN
-        over the namespace's vectors of this embedder), best first."""
-        check_name(namespace, "namespace")
-        check_int(limit)
-        if session_ids is not None:
-            if isinstance(session_ids, str):
-                raise TypeError("session_ids must be a sequence of session ids, not a string")
-            session_ids = [check_name(s, "session id") for s in session_ids]
-        vectors = self._require_vectors("semantic search")
-        return await vectors.search(namespace, query, session_ids=session_ids, limit=limit)
+    def read_only(self) -> bool:
+        """Whether the store was opened with ``read_only=True``."""
+        return self._read_only
 
     # ---- lifecycle -------------------------------------------------------------------------
     async def __aenter__(self) -> Self:
@@ -613,199 +555,25 @@ class SQLiteStore:
 
     async def aclose(self) -> None:
         """Close the connection. Idempotent; later calls raise StoreError."""
-        with self._lock:
-            self._closed = True
-            conn, self._conn = self._conn, None
-            if conn is not None:
-                try:
-                    conn.close()
-                except sqlite3.Error as e:  # pragma: no cover - close rarely fails
-                    raise StoreError(f"closing {self._path!r} failed: {e}") from e
+        self._db.close()
 
-    @property
-    def read_only(self) -> bool:
-        """Whether the store was opened with ``read_only=True``."""
-        return self._read_only
-
-    def _open_read_only(self) -> sqlite3.Connection:
-        if not os.path.isfile(self._path):
-            raise StoreError(f"no mindstore database at {self._path!r} (the file does not exist)")
-        uri = "file:" + urllib.parse.quote(os.path.abspath(self._path)) + "?mode=ro"
-        if not any(os.path.exists(self._path + ext) for ext in ("-wal", "-shm")):
-            # No other connection has the file open (WAL sidecars exist while one does): read
-            # it as immutable, or SQLite would create -wal/-shm files next to it and leave them.
-            # With sidecars present a normal read-only open creates nothing new and sees the
-            # other process's committed writes.
-            uri += "&immutable=1"
-        conn = sqlite3.connect(
-            uri,
-            uri=True,
-            timeout=self._busy_timeout,
-            isolation_level=None,
-            check_same_thread=False,
-            cached_statements=256,
-        )
-        try:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version == 0:
-                raise StoreError(
-                    f"no mindstore database at {self._path!r} (the file is empty or holds "
-                    "no mindstore schema)"
-                )
-            if version > LATEST_VERSION:
-                raise SchemaVersionError(
-                    f"{self._path!r} has schema version {version}, but this mindstore only "
-                    f"understands up to {LATEST_VERSION}: upgrade mindstore to open it"
-                )
-            if version < LATEST_VERSION:
-                raise StoreError(
-                    f"{self._path!r} has schema version {version}, older than this mindstore's "
-                    f"{LATEST_VERSION}; open it once without read_only to upgrade it"
-                )
-            conn.execute("PRAGMA query_only=ON")
-            conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout * 1000)}")
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    def _open(self) -> sqlite3.Connection:
-        if self._read_only:
-            return self._open_read_only()
-        conn = sqlite3.connect(
-            self._path,
-            timeout=self._busy_timeout,
-            isolation_level=None,
-            check_same_thread=False,
-            cached_statements=256,
-        )
-        try:
-            # Read the version before anything can write to the file (WAL switch, migrations).
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > LATEST_VERSION:
-                raise SchemaVersionError(
-                    f"{self._path!r} has schema version {version}, but this mindstore only "
-                    f"understands up to {LATEST_VERSION}: upgrade mindstore to open it"
-                )
-            if self._path != ":memory:":
-                conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(f"PRAGMA synchronous={self._synchronous}")
-            conn.execute("PRAGMA foreign_keys=ON")
-            conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout * 1000)}")
-            if version < LATEST_VERSION:
-                self._migrate(conn)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    def _migrate(self, conn: sqlite3.Connection) -> None:
-        self._begin(conn)
-        try:
-            # Another process may have migrated while we waited for the lock.
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > LATEST_VERSION:
-                raise SchemaVersionError(
-                    f"{self._path!r} has schema version {version}, newer than {LATEST_VERSION}"
-                )
-            reindex = False
-            for number, name, sql in MIGRATIONS:
-                if number > version:
-                    for statement in statements(sql):
-                        conn.execute(statement)
-                    reindex = reindex or name == REINDEX_AFTER
-            if reindex and version > 0:
-                lexical.rebuild(conn)  # an older file: build the lexical index once
-            conn.execute(f"PRAGMA user_version={LATEST_VERSION}")
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-
-    def _begin(self, conn: sqlite3.Connection) -> None:
-        deadline = time.monotonic() + self._busy_timeout
-        while True:
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                return
-            except sqlite3.OperationalError as e:
-                busy = getattr(e, "sqlite_errorcode", None) in (
-                    sqlite3.SQLITE_BUSY,
-                    sqlite3.SQLITE_LOCKED,
-                ) or "locked" in str(e)
-                if not busy or time.monotonic() >= deadline:
-                    raise
-                time.sleep(0.005)
-
-    @contextmanager
-    def _tx(self, *, write: bool) -> Iterator[sqlite3.Connection]:
-        """Run a block on the connection: one ``BEGIN IMMEDIATE`` transaction when ``write``.
-
-        Inside :meth:`transaction` (same task) the block joins that transaction instead; a
-        write is then a savepoint, so the call stays all-or-nothing on its own.
-        The single place where sqlite3 errors become StoreError; any exception rolls back.
-        """
-        with self._lock:
-            try:
-                if self._closed:
-                    raise StoreError(f"{self!r} is closed; open a new store")
-                if self._tx_owner is not None:
-                    yield from self._in_transaction(write=write)
-                    return
-                conn = self._conn
-                if conn is None:
-                    conn = self._conn = self._open()
-                if not write:
-                    yield conn
-                    return
-                if self._read_only:
-                    raise StoreError(f"{self!r} was opened read_only; it cannot be written")
-                self._begin(conn)
-                try:
-                    yield conn
-                    conn.execute("COMMIT")
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
-            except sqlite3.Error as e:
-                raise StoreError(f"SQLite error on {self._path!r}: {e}") from e
+    # ---- transactions (the plumbing is in _connection.py) ------------------------------------
+    def _tx(self, *, write: bool) -> AbstractContextManager[sqlite3.Connection]:
+        """The connection inside one transaction (write) or as a read; see
+        :meth:`.SQLiteConnection.tx`."""
+        return self._db.tx(write=write)
 
     def _write(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(conn, *args)`` in one write transaction (see :meth:`_tx`). The one write
         style of both backends: a store method validates, then passes a domain function and
         its arguments here (PostgresStore._write is the twin, awaited)."""
-        with self._tx(write=True) as conn:
+        with self._db.tx(write=True) as conn:
             return fn(conn, *args)
 
     def _read(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(conn, *args)`` as a read (see :meth:`_tx`)."""
-        with self._tx(write=False) as conn:
+        with self._db.tx(write=False) as conn:
             return fn(conn, *args)
-
-    def _in_transaction(self, *, write: bool) -> Iterator[sqlite3.Connection]:
-        conn = self._conn
-        if self._tx_task.get() is not self._tx_owner or conn is None:
-            # Only reachable when the owner of a transaction awaited something else inside it
-            # and another task of this thread called the store: refuse rather than join.
-            raise StoreError(
-                f"{self!r} is inside another task's transaction; do not await anything but "
-                "this store's calls inside store.transaction()"
-            )
-        if not write:
-            yield conn
-            return
-        if self._tx_readonly:
-            raise StoreError("cannot write inside a read-only transaction (readonly=True)")
-        conn.execute("SAVEPOINT mindstore_call")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK TO mindstore_call")
-            conn.execute("RELEASE mindstore_call")
-            raise
-        conn.execute("RELEASE mindstore_call")
 
     @asynccontextmanager
     async def transaction(
@@ -820,44 +588,8 @@ class SQLiteStore:
         """
         for k in lock:
             check_key(k)
-        if self._tx_owner is not None and self._tx_task.get() is self._tx_owner:
-            if not readonly and self._tx_readonly:
-                raise StoreError("cannot write inside a read-only transaction (readonly=True)")
-            yield  # nested: join the enclosing transaction
-            return
-        owner = object()
-        with self._lock:
-            if self._tx_owner is not None:
-                raise StoreError(
-                    f"{self!r} is inside another task's transaction; do not await anything but "
-                    "this store's calls inside store.transaction()"
-                )
-            try:
-                if self._closed:
-                    raise StoreError(f"{self!r} is closed; open a new store")
-                conn = self._conn
-                if conn is None:
-                    conn = self._conn = self._open()
-                if readonly:
-                    conn.execute("BEGIN")
-                elif self._read_only:
-                    raise StoreError(f"{self!r} was opened read_only; it cannot be written")
-                else:
-                    self._begin(conn)
-                token = self._tx_task.set(owner)
-                self._tx_owner, self._tx_readonly = owner, readonly
-                try:
-                    yield
-                    conn.execute("COMMIT")
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
-                finally:
-                    self._tx_owner, self._tx_readonly = None, False
-                    self._tx_task.reset(token)
-            except sqlite3.Error as e:
-                raise StoreError(f"SQLite error on {self._path!r}: {e}") from e
+        with self._db.transaction(readonly=readonly):
+            yield
 
     # ---- helpers (inside a transaction) ------------------------------------------------------
     @staticmethod
