@@ -523,7 +523,9 @@ class SQLiteStore(VectorMethods):
             label=repr(self),
         )
         self._embedder = check_embedder(embedder)
-        self._vectors = SQLiteVectors(self, self._embedder) if self._embedder else None
+        self._vectors: SQLiteVectors | None = (
+            SQLiteVectors(self, self._embedder) if self._embedder else None
+        )
 
     def __repr__(self) -> str:
         ro = ", read_only=True" if self._read_only else ""
