@@ -10,7 +10,7 @@ from typing import Any, Final
 
 from mindstore.errors import InvalidKeyError, InvalidMessageError, MessageNotFoundError
 from mindstore.search import ParsedQuery
-from mindstore.store.base import ScopeKey, SessionKey
+from mindstore.store.types import ScopeKey, SessionKey
 
 __all__ = [
     "CREATE_FIELDS",
