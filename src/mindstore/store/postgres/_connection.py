@@ -141,7 +141,7 @@ class PostgresConnection:
                     pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(schema))
                 )
             await conn.execute("SET TIME ZONE 'UTC'")
-            # to_tsquery NOTICEs about stop words are expected, not news.
+            # NOTICEs (e.g. from IF NOT EXISTS) are expected, not news.
             await conn.execute("SET client_min_messages TO warning")
             for name, value in config.items():
                 await conn.execute("SELECT set_config(%s, %s, false)", (name, value))

@@ -89,7 +89,7 @@ m001_message_tree: Final = [
     "CREATE INDEX messages_by_session_seq ON messages (sid, seq)",
 ]
 
-# Why: DESIGN §5 wants stemmed words and phrases AND prefixes matched as typed (``deploym*``
+# Why: search wants stemmed words and phrases AND prefixes matched as typed (``deploym*``
 # finds "deployment", which a stemmed vector cannot do). Two vectors per message: ``tsv`` holds
 # stemmed lexemes of the text (weight A) and of the tool text (C) — phrase queries are restricted
 # to one weight, so a phrase never matches across the text/tool boundary — and ``tsv_prefix``
@@ -119,8 +119,8 @@ m002_message_search: Final = [
     " WITH (fastupdate = off)",
 ]
 
-# Why: compaction overlays, context blocks, the frozen prompt and loaded-skill state (DESIGN §4,
-# §6). Blocks and prompts are keyed by strings — (namespace, scope, label) with scope '' meaning
+# Why: compaction overlays, context blocks, the frozen prompt and loaded-skill state.
+# Blocks and prompts are keyed by strings — (namespace, scope, label) with scope '' meaning
 # "namespace-wide" (a session id is never empty, so '' cannot collide) — so writing a block does
 # not create a registry row. Compactions reference the session's sid: they only exist for
 # sessions that have messages, and go with the session.
@@ -258,7 +258,7 @@ m007_token_estimates: Final = [
     " ADD COLUMN compact_margin bigint",
 ]
 
-# Why: DESIGN §5.1 (issue 16) — natural-language questions, BM25 with per-namespace statistics,
+# Why: natural-language questions, BM25 with per-namespace statistics,
 # the same tokens as the SQLite backend, CJK, the parent's text as context. ``ts_rank`` has no
 # IDF and PostgreSQL's parser and stemmer differ from SQLite's, so both backends now index the
 # tokens of one Python tokenizer (mindstore.lexical) into the same two tables: one row per
@@ -304,7 +304,7 @@ m008_lexical_index: Final = [
 REINDEX_AFTER: Final = "m008_lexical_index"
 """Opening a schema older than this migration rebuilds the lexical index in Python."""
 
-# Why: semantic search (DESIGN §5.2, issue 17). One vector row per message with the embedder's
+# Why: semantic search. One vector row per message with the embedder's
 # name and dimensions (vectors of another model are never compared: ignored until re-embedded),
 # an L2-normalised float16 ``bytea`` (NULL: nothing to embed), in its own table — measured, a
 # vector in a wide row went through TOAST and a scan took 45 ms instead of 11. A deleted message

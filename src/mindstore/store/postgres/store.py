@@ -1,66 +1,50 @@
 """PostgresStore: the shared backend — many agent workers on many machines, one PostgreSQL.
 
-Behaviour and invariants
-========================
+Invariants
+==========
 
-* **Opening.** ``await PostgresStore.open(dsn, schema=None, min_size=1, max_size=10)`` first
-  migrates on a dedicated connection: one transaction that takes ``pg_advisory_xact_lock`` keyed
-  by the schema, creates the schema if needed, reads the one-row ``mindstore_schema`` version,
-  refuses a newer one with :class:`~mindstore.errors.SchemaVersionError` (rolled back: the
-  database is untouched) and applies pending migrations (:mod:`.migrations`). Two workers
-  opening at once serialise on the lock and both succeed. Then a psycopg
-  ``AsyncConnectionPool`` is opened whose connections run in autocommit mode with
-  ``search_path`` set to the schema, ``TimeZone=UTC`` and ``client_min_messages=warning``.
-* **Transactions.** Every write method is exactly one transaction (``BEGIN … COMMIT`` on one
-  pooled connection); any exception inside rolls back, so a failed call — including a
-  connection lost mid-way — changes nothing. Reads that are one statement run without an
-  explicit transaction (one statement is one snapshot). :meth:`PostgresStore.transaction`
-  groups several calls of one task (fork, split, import) on one pooled connection: one
-  transaction, each call in a savepoint, the sessions named in ``lock`` locked ``FOR UPDATE``
-  first; ``readonly`` blocks (export) are ``REPEATABLE READ, READ ONLY`` — one snapshot.
-* **Per-session serialisation.** Every append first upserts the session's ``sessions`` row
-  with ``INSERT … ON CONFLICT DO UPDATE`` — which takes that row's lock — and then reads the
+* **Opening** (``await PostgresStore.open(dsn, ...)``) migrates under an advisory lock keyed by
+  the schema (:mod:`.migrations`: two workers opening at once serialise and both succeed; a
+  newer schema is refused and nothing changes), then opens a connection pool. The pool,
+  transactions, retries after a server restart, the server-side timeouts and the translation of
+  ``psycopg.Error`` into :class:`~mindstore.errors.StoreError` are :mod:`._connection`.
+* **One transaction per call.** Every write method is exactly one transaction on one pooled
+  connection (a savepoint inside :meth:`PostgresStore.transaction`); any exception inside —
+  including a connection lost mid-way — rolls back, so a failed call changes nothing. A read
+  that is one statement runs without an explicit transaction; several statements that must
+  agree read one ``REPEATABLE READ`` snapshot.
+* **Per-session serialisation.** Every append first upserts the session's ``sessions`` row with
+  ``INSERT … ON CONFLICT DO UPDATE`` — which takes that row's lock — and then reads the
   latest-leaf pointer, inserts and moves the pointer while holding it. Concurrent appenders to
-  one session (any process, any machine) therefore queue on one row lock and form one chain;
-  appenders to different sessions lock different rows and do not wait for each other.
-  ``delete``/``clear`` take the same lock. ``update_block`` locks the block row
+  one session (any process, any machine) queue on one row lock and form one chain; appenders
+  to different sessions do not wait for each other. ``delete``/``clear`` and
+  ``transaction(lock=...)`` take the same lock. ``update_block`` locks the block row
   (``INSERT … ON CONFLICT DO NOTHING`` then ``SELECT … FOR UPDATE``) around the caller's
   function; ``add_usage`` is one atomic ``UPDATE``-by-upsert.
-* **Errors.** ``psycopg.Error`` (pool timeouts included) becomes
-  :class:`~mindstore.errors.StoreError` with the original on ``__cause__``, in one place
-  (:meth:`PostgresStore._write` / :meth:`PostgresStore._read`). Bad arguments raise
-  ``ValueError``/``TypeError`` subclasses before any I/O.
-* **Server restarts.** Connections idle in the pool die with the server. A write whose
-  ``BEGIN`` fails on such a dead connection (nothing was sent yet) is retried on another
-  connection, as is any read; an operation that was in flight when the server went away fails
-  with StoreError and, being one transaction, left nothing behind. The pool replaces dead
-  connections, retrying every 0.5 s (:func:`_fast_reconnect_pool`), so later calls succeed
-  within about a second of the server's return.
 * **Unknown commit outcomes.** A connection lost after ``COMMIT`` was sent may or may not have
   committed: such a StoreError has ``maybe_committed=True``. An append first asks the server
   (``txid_status`` of the transaction id its lock statement returned) and answers truthfully
   when it can: committed → returns; rolled back → StoreError(maybe_committed=False).
-* **Bounded waits.** Every pooled connection runs with ``lock_timeout``,
-  ``statement_timeout`` and ``idle_in_transaction_session_timeout`` (options of :meth:`open`),
-  so a frozen worker holding a session's row lock blocks the others for at most
-  ``lock_timeout`` and is rolled back by the server after the idle timeout.
+* **Arguments are checked before any I/O** (:mod:`mindstore.store._checks`), with the same
+  errors as the SQLite backend.
 
 Schema (see :mod:`.migrations`)
 ===============================
 
 The same shape as the SQLite backend: ``sessions`` (registry row + ``leaf_seq`` pointer +
 ``message_count``), ``messages`` (``seq`` identity, ``parent_seq``, ``UNIQUE(sid, id)``, content
-as TEXT JSON, ``tokens``, ``nbytes``, ``created_at``, the as-typed prefix vector),
-``message_search`` (one row per message, written in the same statement and deleted with it: what
-a word search reads and returns — namespace, session id, id, role, time, indexed text, stemmed
-vector), ``compactions``, ``blocks``/``entries`` keyed by (namespace, scope, label[, key]) with
-scope ``''`` for namespace-wide, ``prompts``, ``skill_states``. Paths are recursive CTEs over
-``parent_seq`` (no depth limit).
+as TEXT JSON — it reads back byte for byte — ``tokens``, ``nbytes``, ``created_at``),
+``message_search`` (one row per message, written in the same statement and deleted with it:
+what a search returns — namespace, session id, id, role, time, indexed text), ``compactions``,
+``blocks``/``entries`` keyed by (namespace, scope, label[, key]) with scope ``''`` for
+namespace-wide, ``prompts``, ``skill_states``. Paths are recursive CTEs over ``parent_seq`` (no
+depth limit).
 
-Search: the pure ``mindstore.lexical`` package tokenises, scores (BM25 with per-namespace
+Search: the pure :mod:`mindstore.lexical` package tokenises, scores (BM25 with per-namespace
 statistics and a context field) and makes snippets for both backends; this backend keeps the
 ``search_terms`` / ``search_stats`` rows (:mod:`.lexical`) in the same transaction as the
-message or entry they index, and reads candidates from them.
+message or entry they index, and reads candidates from them. Semantic search is
+:mod:`.vectors`.
 """
 
 from __future__ import annotations

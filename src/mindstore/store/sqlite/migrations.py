@@ -91,7 +91,7 @@ CREATE INDEX messages_by_parent ON messages (parent_seq);
 CREATE INDEX messages_walk ON messages (seq, parent_seq, tokens, nbytes);
 """
 
-# Why: DESIGN §5 wants stemmed words/phrases AND prefixes matched as typed (``deploym*`` finds
+# Why: search wants stemmed words/phrases AND prefixes matched as typed (``deploym*`` finds
 # "deployment", which a porter-stemmed index cannot do). ``message_text`` (unicode61, unstemmed)
 # stores the indexed text once and answers prefix queries; it needs no positions (prefix terms
 # are single tokens) so it is ``detail=column``. ``message_stem`` (porter) is an external-content
@@ -106,8 +106,8 @@ CREATE VIRTUAL TABLE message_stem USING fts5(
 );
 """
 
-# Why: compaction overlays, context blocks, the frozen prompt and loaded-skill state (DESIGN §4,
-# §6). Blocks and prompts are keyed by strings — (namespace, scope, label) with scope '' meaning
+# Why: compaction overlays, context blocks, the frozen prompt and loaded-skill state.
+# Blocks and prompts are keyed by strings — (namespace, scope, label) with scope '' meaning
 # "namespace-wide" (a session id is never empty, so '' cannot collide) — so writing a block does
 # not create a registry row. Compactions reference the session's sid: they only exist for
 # sessions that have messages.
@@ -200,8 +200,8 @@ DROP INDEX messages_walk;
 CREATE INDEX messages_path ON messages (sid, seq, parent_seq, tokens, nbytes);
 """
 
-# Why: SessionManager.list() (newest-updated first, DESIGN §7) must return its first page in
-# ≤ 5 ms with 10,000 sessions in a namespace (issue 5); without an index it sorts the whole
+# Why: SessionManager.list() (newest-updated first) must return its first page in
+# ≤ 5 ms with 10,000 sessions in a namespace; without an index it sorts the whole
 # namespace every call (~6 ms for 10,000 on the reference machine, and growing linearly). m001
 # left this index out because every append moves the session's entry; measured since: one more
 # WAL frame per commit (~22 instead of ~21) and no measurable change in the append rate
@@ -240,7 +240,7 @@ ALTER TABLE sessions ADD COLUMN compact_floor INTEGER;
 ALTER TABLE sessions ADD COLUMN compact_margin INTEGER;
 """
 
-# Why: DESIGN §5.1 (issue 16) — natural-language questions, BM25 with per-namespace statistics,
+# Why: natural-language questions, BM25 with per-namespace statistics,
 # the same tokens on both backends, CJK, the parent's text as context. FTS5 cannot do any of
 # that (its tokenizers differ from PostgreSQL's, its bm25() statistics span the whole file, it
 # has no CJK segmentation), so the index is two plain tables fed by the Python tokenizer
@@ -287,7 +287,7 @@ CREATE TABLE search_pending (
 REINDEX_AFTER: Final = "m009_lexical_index"
 """Opening a file older than this migration rebuilds the lexical index in Python."""
 
-# Why: semantic search (DESIGN §5.2, issue 17). One vector row per message, keyed by seq, with
+# Why: semantic search. One vector row per message, keyed by seq, with
 # the embedder's name and dimensions so vectors of another model are never compared (they are
 # ignored until re-embedded). float16 BLOBs: half of float32, no measurable loss of ranking.
 # Triggers keep vectors in step with edits and deletes without touching the append path (an

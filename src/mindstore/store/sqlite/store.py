@@ -1,114 +1,61 @@
-"""SQLiteStore: the embedded default backend — one SQLite file, WAL, FTS5.
+"""SQLiteStore: the embedded default backend — one SQLite file in WAL mode.
 
-Behaviour and invariants
-========================
+Invariants
+==========
 
-* **Opening.** ``SQLiteStore(path)`` does no I/O; the file is opened on the first call (or by
-  ``async with SQLiteStore(...) as store``). ``":memory:"`` gives a private in-memory database.
-  On open: the schema version (``PRAGMA user_version``) is read first; a version newer than this
-  library's is refused with :class:`~mindstore.errors.SchemaVersionError` before anything is
-  written (the file is untouched). Then WAL mode, ``foreign_keys=ON``, ``busy_timeout`` and
-  ``synchronous`` (``NORMAL`` by default: durable against process crashes, the last commits may
-  be lost on power loss; ``FULL`` also survives power loss) are set and pending migrations
-  (:mod:`.migrations`) run in one ``BEGIN IMMEDIATE`` transaction. ``read_only=True`` opens
-  an existing, current database through a ``file:…?mode=ro`` URI with ``query_only`` on and
-  skips all of that: it never creates, migrates or writes a file (the CLI's read commands use
-  it), and refuses a missing, empty or older-schema file with ``StoreError``.
-* **Transactions.** The connection runs in autocommit mode (``isolation_level=None``); every
-  write method is exactly one explicit ``BEGIN IMMEDIATE … COMMIT``, so the write lock is taken
-  up front: an auto-parented append reads the session's leaf pointer and inserts under the same
-  lock, which is why concurrent appenders — tasks, threads or processes — form one chain and
-  never a fork. Any exception inside rolls back: a failed call changes nothing. A lock held by
-  another process is waited for up to ``busy_timeout`` seconds (SQLite's busy handler, plus a
-  retry of ``BEGIN`` on ``SQLITE_BUSY``), then :class:`~mindstore.errors.StoreError`.
-  :meth:`SQLiteStore.transaction` groups several calls (fork, split, import): one ``BEGIN
-  IMMEDIATE`` for the block, each call inside a ``SAVEPOINT``; ``readonly`` blocks (export) are
-  one deferred read transaction — one WAL snapshot — and do not block writers. Read methods
-  that need one snapshot for several statements use ``SAVEPOINT``/``RELEASE`` (a deferred
-  transaction on its own, nested inside a block).
-* **Threading.** sqlite3 calls run inline on the calling (event-loop) thread. Every operation is
-  a handful of indexed statements (an append is ~0.3 ms including its commit); a hop to a worker
-  thread per call (``asyncio.to_thread``) adds tens of microseconds of scheduling and wake-up per
-  call on top, for no gain, since one connection serialises the calls anyway. The cost of this
-  choice: waiting for another *process's* write lock blocks the loop for at most the lock
-  holder's transaction (or ``busy_timeout``). A ``threading.RLock`` serialises use of the one
-  connection so a store may also be shared between threads.
-* **Errors.** ``sqlite3.Error`` is translated to :class:`~mindstore.errors.StoreError` (the
-  original on ``__cause__``) in one place (:meth:`SQLiteStore._tx`). Bad arguments raise
-  ``ValueError``/``TypeError`` subclasses from :mod:`mindstore.errors` before any I/O.
+* **No I/O in the constructor.** ``SQLiteStore(path)`` opens (and migrates) the file on the
+  first call or on ``async with``; ``":memory:"`` is a private in-memory database; ``read_only``
+  never creates, migrates or writes a file. Opening, pragmas, transactions and the translation
+  of ``sqlite3.Error`` into :class:`~mindstore.errors.StoreError` are :mod:`._connection`;
+  the schema and its runner are :mod:`.migrations`.
+* **One transaction per call.** Every write method is exactly one ``BEGIN IMMEDIATE … COMMIT``
+  (a savepoint inside :meth:`SQLiteStore.transaction`): the write lock is taken up front, so an
+  auto-parented append reads the session's leaf pointer and inserts under the same lock, and
+  concurrent appenders — tasks, threads or processes — form one chain, never a fork. A failed
+  call changes nothing. Reads that need one snapshot for several statements use
+  ``SAVEPOINT``/``RELEASE``.
+* **Calls run inline.** sqlite3 calls run on the calling (event-loop) thread: every operation
+  is a handful of indexed statements, one connection serialises them anyway, and a hop to a
+  worker thread per call would only add latency. The cost: waiting for another *process's*
+  write lock blocks the loop for at most that transaction (or ``busy_timeout``).
+* **Arguments are checked before any I/O** (:mod:`mindstore.store._checks`), with the same
+  errors as the PostgreSQL backend.
 
 Schema (see :mod:`.migrations`)
 ===============================
 
 * ``sessions``: one row per (namespace, session_id) with a small integer ``sid``; it is the
   SessionManager registry row and holds ``leaf_seq`` (the latest-leaf pointer, so
-  ``latest_leaf`` is O(1) at cold start, recomputed on delete) and ``message_count``. Every
-  append upserts it (``updated_at``, count, leaf, ``linear``). ``sessions_by_update`` serves
-  ``list_sessions`` (newest first) in O(page). Writing blocks, prompts or skill state does
-  *not* create a registry row.
+  ``latest_leaf`` is O(1) at cold start, recomputed on delete), ``message_count`` and
+  ``linear`` (whether the messages in seq order form one chain). Every append upserts it.
+  ``sessions_by_update`` serves ``list_sessions`` (newest first) in O(page). Writing blocks,
+  prompts or skill state does *not* create a registry row.
 * ``messages``: ``seq INTEGER PRIMARY KEY AUTOINCREMENT`` (store-wide monotonic, never reused),
   ``parent_seq`` references ``messages(seq)``; ``content`` is :func:`mindstore.messages.dumps`
-  of the message; ``nbytes`` its UTF-8 size; ``tokens`` the session's estimate; ``created_us``
-  integer microseconds UTC. Message ids are unique per session (``UNIQUE(sid, id)``).
-* Paths: a session whose messages in seq order form one chain (``sessions.linear``, kept by
-  every append) is read as a range of the ``messages_path`` index (``sid, seq, …``); a branched
-  one with a recursive CTE over ``parent_seq`` — no depth limit either way. ``path_window``
-  loads the bodies of the window alone: on a linear session the totals are one index-only
-  aggregate and the window one newest-first cursor stopped at the budget; on a branched one it
-  first walks only ``tokens``/``nbytes`` of the path (index-only).
+  of the message (the Session hands over the JSON it already produced for the row-size check,
+  so a message is serialised once); ``nbytes`` its UTF-8 size; ``tokens`` the session's
+  estimate; ``created_us`` integer microseconds UTC. Message ids are unique per session.
+* Paths: a linear session is read as a range of the ``messages_path`` index (one seek per
+  message); a branched one with a recursive CTE over ``parent_seq`` — no depth limit either way.
+  ``path_window`` loads the bodies of the window alone: on a linear session the totals are one
+  index-only aggregate and the window one newest-first cursor stopped at the budget; on a
+  branched one it first walks only ``tokens``/``nbytes`` of the path (index-only).
 * ``delete`` re-attaches children to the deleted message's nearest surviving ancestor, drops
   compactions whose from/to message was deleted (an overlay they had superseded applies again),
   removes search rows and recomputes the leaf pointer and count.
+* Blocks, prompts and skill states are keyed by strings; a namespace-wide block or entry
+  collection (``ScopeKey.session_id=None``) is stored with scope ``''`` — never a valid session
+  id, so keys cannot collide.
 
 Search
 ======
 
-Two FTS5 indexes per message, keyed by ``seq``: ``message_text`` (``unicode61``, unstemmed,
-``detail=column``; it stores the indexed text) answers ``prefix*`` terms as typed, and
-``message_stem`` (``porter unicode61``, external content over ``message_text`` so the text is
-not stored twice) answers words and phrases stemmed, and gives BM25 and snippets. A query is
-built *only* from :class:`~mindstore.search.ParsedQuery` tokens, each double-quoted (``"tok"``,
-``"a b"``, ``"pre"*``), so nothing a user types can be an FTS5 syntax error. Words + prefixes =
-stem MATCH restricted to the rowids of the prefix MATCH. Ranking: ``bm25`` with ``tool_text``
-weighted 0.25 against ``text`` 1.0; :attr:`SearchResult.score` is ``-bm25`` (higher is better);
-ties by ``seq`` descending (most recent first); how a query runs: see Performance notes.
-``SearchResult.text`` is the indexed text (the tool text when the message has no text parts).
-Snippets mark matches with ``[`` ``]`` and elide with ``…``. Index rows are written, replaced
-and removed in the same transaction as the message.
-
-Keyed entries (StoreSearchProvider / StoreSkillProvider) use the same two-index scheme over
-``key``, ``content`` and ``description`` with the ``entries`` table as external content.
-
-Blocks, prompts and skill states are keyed by strings; a namespace-wide block or entry
-collection (``ScopeKey.session_id=None``) is stored with scope ``''`` — never a valid session id,
-so keys cannot collide.
-
-Performance notes
-=================
-
-Measured with ``bench/bench_core.py`` / ``bench_context.py`` / ``bench_manager.py`` against plain
-``sqlite3`` doing the same work in the same run (numbers in the commit messages).
-
-* **Appends.** ~90% of an append is its ``COMMIT``: the WAL frames it writes (~22 pages, most of
-  them the two FTS5 indexes' segment, structure and docsize pages) and the checkpoints they
-  cause. The schema was checked page by page against the plain baseline (row + the same two
-  FTS rows, ~18 frames): AUTOINCREMENT, the parent index, the path index, the sessions-row
-  update and its ``sessions_by_update`` entry cost about one frame each, and each carries an
-  invariant or a target (seq never reused, children lookups, path reads, O(1) latest leaf,
-  ``list()`` in O(page)), so they stay. The second FTS index (prefixes as typed) is what
-  separates us from a one-index baseline (~0.5 of its rate). The Session hands the store
-  the JSON it already produced for the row-size check (``NewMessage.content``), so a message
-  is serialised once.
-* **Path reads.** Stored JSON is decoded with the C scanner directly (``json.loads``' per-call
-  checks were a third of a 5,000-message read). A never-branched session (the common case) is
-  read as an index range instead of a recursive walk (one seek per message instead of two).
-  One inlined loop builds the ``StoredMessage`` objects (slot setters, no per-row calls).
-* **Search.** Lexical search no longer uses FTS5: the pure ``mindstore.lexical`` package
-  tokenises, scores (BM25 with per-namespace statistics and a context field) and makes
-  snippets, identically for both backends; this backend only keeps ``search_terms`` /
-  ``search_stats`` (``store/sqlite/lexical.py``) and reads candidate rows from them. New
-  documents wait in ``search_pending`` and move into ``search_terms`` in batches, so each
-  b-tree page is written once per batch rather than once per message.
+The pure :mod:`mindstore.lexical` package tokenises, scores (BM25 with per-namespace statistics
+and a context field) and makes snippets, identically for both backends; this backend keeps the
+``search_terms`` / ``search_stats`` rows (:mod:`.lexical`) in the same transaction as the
+message or entry they index and reads candidate rows from them. New documents wait in
+``search_pending`` and move into ``search_terms`` in batches, so each b-tree page is written
+once per batch rather than once per message. Semantic search is :mod:`.vectors`.
 """
 
 from __future__ import annotations
