@@ -129,11 +129,9 @@ class PostgresConnection:
                 raise TypeError("settings must map setting names to string values")
             config[name] = value
 
+        await _prepare(dsn, schema, connect_timeout, read_only=read_only)
         if read_only:
-            await _check_current(dsn, schema, connect_timeout)
             config["default_transaction_read_only"] = "on"
-        else:
-            await _migrate(dsn, schema, connect_timeout)
 
         async def configure(conn: Conn) -> None:
             if schema is not None:
@@ -424,31 +422,25 @@ def fast_reconnect_pool(base: type[AsyncConnectionPool[Any]]) -> type[AsyncConne
     return Pool
 
 
-async def _connect(dsn: str, connect_timeout: float, *, autocommit: bool) -> Conn:
-    """A dedicated connection for the migration or the version check."""
+async def _prepare(
+    dsn: str, schema: str | None, connect_timeout: float, *, read_only: bool
+) -> None:
+    """On a dedicated connection: bring the schema to LATEST_VERSION under an advisory lock,
+    or, ``read_only``, check that it is there and current (nothing written); see
+    :mod:`.migrations`."""
     try:
-        return await psycopg.AsyncConnection.connect(
-            dsn, connect_timeout=max(1, int(connect_timeout)), autocommit=autocommit
+        conn = await psycopg.AsyncConnection.connect(
+            dsn, connect_timeout=max(1, int(connect_timeout)), autocommit=read_only
         )
     except psycopg.Error as e:
         raise StoreError(f"cannot connect to PostgreSQL at {redact(dsn)}: {e}") from e
-
-
-async def _check_current(dsn: str, schema: str | None, connect_timeout: float) -> None:
-    """For a read-only open: the schema must exist at LATEST_VERSION; nothing is written."""
-    conn = await _connect(dsn, connect_timeout, autocommit=True)
     try:
         async with conn:
-            await migrations.check_current(conn, schema, redact(dsn))
+            if read_only:
+                await migrations.check_current(conn, schema, redact(dsn))
+            else:
+                await migrations.migrate(conn, schema)
     except psycopg.Error as e:
-        raise StoreError(f"reading the mindstore schema version failed: {e}") from e
-
-
-async def _migrate(dsn: str, schema: str | None, connect_timeout: float) -> None:
-    """Bring the schema to LATEST_VERSION under an advisory lock (see :mod:`.migrations`)."""
-    conn = await _connect(dsn, connect_timeout, autocommit=False)
-    try:
-        async with conn:
-            await migrations.migrate(conn, schema)
-    except psycopg.Error as e:
+        if read_only:
+            raise StoreError(f"reading the mindstore schema version failed: {e}") from e
         raise StoreError(f"migrating the mindstore schema failed: {e}") from e

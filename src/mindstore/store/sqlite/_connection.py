@@ -80,7 +80,7 @@ class SQLiteConnection:
             cached_statements=256,
         )
 
-    def _open_read_only(self) -> sqlite3.Connection:
+    def _read_only_uri(self) -> str:
         if not os.path.isfile(self.path):
             raise StoreError(f"no mindstore database at {self.path!r} (the file does not exist)")
         uri = "file:" + urllib.parse.quote(os.path.abspath(self.path)) + "?mode=ro"
@@ -90,42 +90,46 @@ class SQLiteConnection:
             # With sidecars present a normal read-only open creates nothing new and sees the
             # other process's committed writes.
             uri += "&immutable=1"
-        conn = self._connect(uri, uri=True)
-        try:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version == 0:
-                raise StoreError(
-                    f"no mindstore database at {self.path!r} (the file is empty or holds "
-                    "no mindstore schema)"
-                )
-            check_not_newer(self.path, version)
-            if version < LATEST_VERSION:
-                raise StoreError(
-                    f"{self.path!r} has schema version {version}, older than this mindstore's "
-                    f"{LATEST_VERSION}; open it once without read_only to upgrade it"
-                )
-            conn.execute("PRAGMA query_only=ON")
-            conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout * 1000)}")
-        except BaseException:
-            conn.close()
-            raise
-        return conn
+        return uri
+
+    def _prepare_read_only(self, conn: sqlite3.Connection) -> None:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version == 0:
+            raise StoreError(
+                f"no mindstore database at {self.path!r} (the file is empty or holds "
+                "no mindstore schema)"
+            )
+        check_not_newer(self.path, version)
+        if version < LATEST_VERSION:
+            raise StoreError(
+                f"{self.path!r} has schema version {version}, older than this mindstore's "
+                f"{LATEST_VERSION}; open it once without read_only to upgrade it"
+            )
+        conn.execute("PRAGMA query_only=ON")
+        conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout * 1000)}")
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        # Read the version before anything can write to the file (WAL switch, migrations).
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        check_not_newer(self.path, version)
+        if self.path != ":memory:":
+            conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={self._synchronous}")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout * 1000)}")
+        if version < LATEST_VERSION:
+            migrate(conn, self.path, self._begin)
 
     def _open(self) -> sqlite3.Connection:
         if self.read_only:
-            return self._open_read_only()
-        conn = self._connect(self.path)
+            conn = self._connect(self._read_only_uri(), uri=True)
+        else:
+            conn = self._connect(self.path)
         try:
-            # Read the version before anything can write to the file (WAL switch, migrations).
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            check_not_newer(self.path, version)
-            if self.path != ":memory:":
-                conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(f"PRAGMA synchronous={self._synchronous}")
-            conn.execute("PRAGMA foreign_keys=ON")
-            conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout * 1000)}")
-            if version < LATEST_VERSION:
-                migrate(conn, self.path, self._begin)
+            if self.read_only:
+                self._prepare_read_only(conn)
+            else:
+                self._prepare(conn)
         except BaseException:
             conn.close()
             raise
