@@ -22,6 +22,7 @@ from mindstore.store.base import Store
 
 POSTGRES_URL = os.environ.get("MINDSTORE_TEST_POSTGRES_URL", "")
 REQUIRE_POSTGRES = os.environ.get("MINDSTORE_REQUIRE_POSTGRES") == "1"
+SQLITE_FILE = "mindstore-test.db"  # the file open_test_store opens under a test's tmp_path
 
 
 def postgres_url_or_skip() -> str:
@@ -42,6 +43,45 @@ async def drop_schema(url: str, schema: str) -> None:
 
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+async def open_test_store(backend: str, tmp_path: Path, **options: Any) -> tuple[Store, Any]:
+    """Open a fresh store of ``backend``; return it and a cleanup token."""
+    if backend == "sqlite":
+        from mindstore.store.sqlite import SQLiteStore
+
+        return SQLiteStore(tmp_path / SQLITE_FILE, **options), None
+    url = postgres_url_or_skip()
+    from mindstore.store.postgres import PostgresStore
+
+    schema = new_schema_name()
+    store = await PostgresStore.open(url, schema=schema, min_size=1, max_size=4, **options)
+    return store, (url, schema)
+
+
+def database_location(backend: str, tmp_path: Path, token: Any) -> Any:
+    """Where :func:`open_test_store` put the database, for a test that reads it through its
+    own plain connection: the SQLite file's path, or PostgreSQL's ``(url, schema)``."""
+    return tmp_path / SQLITE_FILE if backend == "sqlite" else token
+
+
+async def close_test_store(store: Store, token: Any) -> None:
+    await store.aclose()
+    if token is not None:
+        await drop_schema(*token)
+
+
+async def reopen_test_store(backend: str, tmp_path: Path, token: Any) -> Store:
+    """A second, independent store object (its own connections) on the database that
+    :func:`open_test_store` opened — another worker of the same application."""
+    if backend == "sqlite":
+        from mindstore.store.sqlite import SQLiteStore
+
+        return SQLiteStore(tmp_path / SQLITE_FILE)
+    from mindstore.store.postgres import PostgresStore
+
+    url, schema = token
+    return await PostgresStore.open(url, schema=schema, min_size=1, max_size=2)
 
 
 Reopen = Callable[..., Awaitable[Store]]
@@ -68,7 +108,7 @@ class Storage:
         fails when required) a PostgreSQL backend without its server. Nothing is created until
         the first :meth:`open`."""
         if backend == "sqlite":
-            return cls(backend, path=tmp_path / "mindstore-test.db")
+            return cls(backend, path=tmp_path / SQLITE_FILE)
         if backend == "postgres":
             return cls(backend, url=postgres_url_or_skip(), schema=new_schema_name())
         if backend == "pgvector":
@@ -194,24 +234,3 @@ async def _pg_tables(conn: Any, schema: str | None) -> list[str]:
         (schema,),
     )
     return [r[0] for r in await cur.fetchall()]
-
-
-async def open_test_store(backend: str, tmp_path: Path, **options: Any) -> tuple[Store, Any]:
-    """Open a fresh store of ``backend``; return it and a cleanup token."""
-    storage = Storage.new(backend, tmp_path)
-    return await storage.open(**options), storage.token
-
-
-async def close_test_store(store: Store, token: Any) -> None:
-    await store.aclose()
-    if token is not None:
-        await drop_schema(*token)
-
-
-async def reopen_test_store(backend: str, tmp_path: Path, token: Any) -> Store:
-    """A second, independent store object (its own connections) on the database that
-    :func:`open_test_store` opened — another worker of the same application."""
-    if backend == "sqlite":
-        return await Storage.new(backend, tmp_path).open()
-    url, schema = token
-    return await Storage(backend, url=url, schema=schema).open(max_size=2)
