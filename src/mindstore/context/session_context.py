@@ -3,12 +3,11 @@
 A :class:`~mindstore.Session` holds one :class:`ContextBlocks`, built with the session's store,
 key and tokenizer; the session's context methods delegate to it. Blocks are configured with
 ``with_context`` (a checked :class:`~mindstore.context.spec.BlockSpec`, no I/O) and resolved on
-first use: each
-``BlockSpec`` becomes a ``_Block`` holding the provider this session talks to. Store-backed
-providers (the default writable block, ``StoreSearchProvider``, ``StoreSkillProvider``) are
-*bound* copies — the instance the user configured is never mutated, so one configuration can be
-shared by every session a ``SessionManager`` hands out. A provider's ``init(label)`` runs once
-per session, before its first use.
+first use: each ``BlockSpec`` becomes a ``_Block`` holding the provider this session talks to.
+Store-backed providers (the default writable block, ``StoreSearchProvider``,
+``StoreSkillProvider``) are *bound* copies — the instance the user configured is never mutated,
+so one configuration can be shared by every session a ``SessionManager`` hands out. A
+provider's ``init(label)`` runs once per session, before its first use.
 
 Invariants:
 
