@@ -56,6 +56,7 @@ __all__ = [
     "require_session",
     "run",
     "session_key",
+    "sqlite_path",
     "when",
 ]
 
@@ -193,7 +194,7 @@ def when(dt: datetime | None) -> str:
 # ---- opening the store -----------------------------------------------------------------------
 
 
-def _sqlite_path(url: str) -> Path | None:
+def sqlite_path(url: str) -> Path | None:
     """The file a ``--db`` value names, or None (PostgreSQL, ``:memory:``)."""
     if url.startswith(("postgresql://", "postgres://")):
         return None
@@ -213,7 +214,7 @@ async def opened(
     """Open ``env.db``; without ``create`` a missing SQLite file is an error. ``read_only``
     (the read commands) opens SQLite with ``mode=ro`` and PostgreSQL with read-only
     transactions: nothing is created, migrated or changed."""
-    path = _sqlite_path(env.db)
+    path = sqlite_path(env.db)
     if path is not None:
         if path.is_dir():
             raise CliError(f"{path} is a directory, not a database file")
