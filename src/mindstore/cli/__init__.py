@@ -1,7 +1,8 @@
 """The ``mindstore`` command line: ``mindstore --help`` lists the commands.
 
-Only :func:`main` (the console script) and :data:`cli` (the click group) are public; the modules
-of this package are its implementation and go through the library's public API.
+The entry points are :func:`main` (the console script) and :data:`cli` (the click group); the
+commands live in modules by topic (listed in :mod:`mindstore.cli.app`). Every module here uses
+only the library's public API — no private module, no underscore name (a test checks it).
 """
 
 from __future__ import annotations
