@@ -27,15 +27,6 @@ KNOWN_CYCLES: set[frozenset[str]] = {
     # store/<backend>/store.py imports its vectors module, which imports the store back.
     frozenset({"mindstore.store.sqlite.store", "mindstore.store.sqlite.vectors"}),
     frozenset({"mindstore.store.postgres.store", "mindstore.store.postgres.vectors"}),
-    # the CLI's app module and the command modules it registers import each other.
-    frozenset(
-        {
-            "mindstore.cli.app",
-            "mindstore.cli.embed",
-            "mindstore.cli.mcp_command",
-            "mindstore.cli.namespaces",
-        }
-    ),
 }
 
 
