@@ -4,6 +4,12 @@ A message is *pending* while it has no vector row for the store's embedder (``na
 ``dimensions``): never embedded, embedded by another embedder, or its row was dropped because the
 message (or its parent, which is part of the embedded text) changed. Rows of another embedder are
 never read by a search; embedding replaces them.
+
+What is embedded is the lexical index's text (:func:`mindstore.search.index_text`): text and
+reasoning parts, else the tool text. The memory tools' own calls and results
+(:data:`mindstore.search.MEMORY_TOOLS`) are left out there, so they are never sent to the
+embedder: a message holding nothing else gets an empty vector row (done, not pending, never a
+semantic hit) and gives its children no context.
 """
 
 from __future__ import annotations

@@ -1,0 +1,94 @@
+"""What is embedded: the memory tools' own calls and results never are (DESIGN §5.1/§5.2), on
+SQLite, PostgreSQL (exact) and PostgreSQL with pgvector; and the generated ``session_search``
+tool searches in the store's default mode (hybrid with an embedder)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from backends import close_test_store
+from embedders import HashEmbedder
+from mindstore import Session, SessionManager
+from mindstore.search import MEMORY_TOOLS
+from pgvector_server import SEMANTIC_BACKENDS, open_any
+
+
+@pytest.fixture(params=SEMANTIC_BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def embedder() -> HashEmbedder:
+    return HashEmbedder()
+
+
+@pytest.fixture
+async def vstore(backend: str, tmp_path: Path, embedder: HashEmbedder) -> AsyncIterator[Any]:
+    s, token = await open_any(backend, tmp_path, embedder=embedder)
+    try:
+        yield s
+    finally:
+        await close_test_store(s, token)
+
+
+def text(mid: str, body: str, role: str = "user") -> dict[str, Any]:
+    return {"id": mid, "role": role, "parts": [{"type": "text", "text": body}]}
+
+
+def tool_call(mid: str, name: str, *, dynamic: bool = False) -> dict[str, Any]:
+    part: dict[str, Any] = {
+        "type": "dynamic-tool" if dynamic else f"tool-{name}",
+        "toolCallId": f"call-{mid}",
+        "state": "output-available",
+        "input": {"query": "zebra marmalade", "label": "notes", "content": "zebra marmalade"},
+        "output": f"[user] zebra marmalade echoed by {name}",
+    }
+    if dynamic:
+        part["toolName"] = name
+    return {"id": mid, "role": "assistant", "parts": [part]}
+
+
+async def test_memory_tool_messages_are_never_embedded(vstore: Any, embedder: HashEmbedder) -> None:
+    s = Session.create(vstore, "s1")
+    await s.append_message(text("fact", "my zebra eats marmalade on sundays"))
+    names = sorted(MEMORY_TOOLS)
+    for i, name in enumerate(names):
+        await s.append_message(tool_call(f"mem{i}", name, dynamic=i % 2 == 1))
+    # a reply under a memory-tool message: embedded alone (its parent adds no context)
+    await s.append_message(text("reply", "noted", "assistant"))
+    # an ordinary tool is conversation: its call and result are embedded
+    await s.append_message(tool_call("weather", "get_weather"))
+
+    assert await vstore.embed_pending() == len(names) + 3
+    assert await vstore.pending_embeddings() == 0  # memory-tool rows are done, not pending
+    sent = embedder.texts
+    assert "noted" in sent
+    assert any(t.startswith("get_weather") for t in sent)
+    assert not any(name in t for t in sent for name in names)
+    assert sum("zebra" in t for t in sent) == 2  # the fact and get_weather's own echo
+
+    hits = await s.search("zebra marmalade", mode="semantic", limit=50)
+    ids = {h.message_id for h in hits}
+    assert ids >= {"fact", "weather"}
+    assert not any(i.startswith("mem") for i in ids)
+
+
+async def test_session_search_tool_runs_hybrid_with_an_embedder(vstore: Any) -> None:
+    s = Session.create(vstore, "s1")
+    await s.append_message(text("word", "the billing service was deployed"))
+    # another session: no parent whose words would make it a lexical (context) hit
+    await Session.create(vstore, "s2").append_message(text("other", "Zurich lakeside flat"))
+    await vstore.embed_pending()
+    manager = SessionManager(vstore)
+    assert [h.message_id for h in await manager.search("billing", mode="lexical")] == ["word"]
+    # hybrid also carries the semantic list's k-NN neighbours (no threshold): the tool shows
+    # the message lexical search cannot find, so it runs in the store's default mode
+    tools = await manager.tools()
+    out = await tools.execute("session_search", {"query": "billing"})
+    assert out.index("the billing service was deployed") < out.index("Zurich lakeside flat")
+    assert [h.message_id for h in await manager.search("billing")] == ["word", "other"]
