@@ -1,6 +1,7 @@
-"""What is embedded: the memory tools' own calls and results never are (DESIGN §5.1/§5.2), on
-SQLite, PostgreSQL (exact) and PostgreSQL with pgvector; and the generated ``session_search``
-tool searches in the store's default mode (hybrid with an embedder)."""
+"""What is embedded, and how a hybrid search uses the embedder, on SQLite, PostgreSQL (exact)
+and PostgreSQL with pgvector: the memory tools' own calls and results are never embedded; the
+generated ``session_search`` tool searches in the store's default mode (hybrid with an
+embedder); a hybrid search embeds its query once, while its lexical half runs."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 
 from backends import close_test_store
 from embedders import HashEmbedder
-from mindstore import Session, SessionManager
+from mindstore import EmbeddingError, Session, SessionManager
 from mindstore.search import MEMORY_TOOLS
 from pgvector_server import SEMANTIC_BACKENDS, open_any
 
@@ -92,3 +93,20 @@ async def test_session_search_tool_runs_hybrid_with_an_embedder(vstore: Any) -> 
     out = await tools.execute("session_search", {"query": "billing"})
     assert out.index("the billing service was deployed") < out.index("Zurich lakeside flat")
     assert [h.message_id for h in await manager.search("billing")] == ["word", "other"]
+
+
+async def test_hybrid_embeds_the_query_once(vstore: Any, embedder: HashEmbedder) -> None:
+    s = Session.create(vstore, "s1")
+    await s.append_message(text("a", "the billing service was deployed"))
+    await vstore.embed_pending()
+    embedder.calls.clear()
+    hits = await s.search("billing deploy", mode="hybrid")
+    assert [h.message_id for h in hits] == ["a"]
+    assert embedder.calls == [["billing deploy"]]  # started early, used once
+    await s.append_message(text("b", "billing again, not embedded yet"))
+    both = await SessionManager(vstore).search("billing", mode="hybrid")
+    assert {h.message_id for h in both} == {"a", "b"}  # b: lexically only
+    assert embedder.calls == [["billing deploy"], ["billing"]]
+    embedder.fail = True
+    with pytest.raises(EmbeddingError, match="embedder down"):
+        await s.search("billing", mode="hybrid")

@@ -25,10 +25,10 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from mindstore.embeddings import Embedder, embed_batch
+from mindstore.embeddings import Embedder
 from mindstore.errors import StoreError
 from mindstore.search import SearchResult, search_result
-from mindstore.store._vectors import EmbedsPending, PendingRow, message_text
+from mindstore.store._vectors import EmbedsPending, PendingRow, message_text, query_vector
 from mindstore.vectors import VectorIndex, decode_vector, semantic_snippet
 
 if TYPE_CHECKING:
@@ -254,7 +254,7 @@ class PostgresVectors(EmbedsPending):
     ) -> list[SearchResult]:
         if limit <= 0 or not query.strip():
             return []
-        [vector] = await embed_batch(self.embedder, [query], query=True)
+        vector = await query_vector(self.embedder, query)
         return await self.search_vector(namespace, vector, session_ids=session_ids, limit=limit)
 
     async def _hnsw_search(
