@@ -110,3 +110,25 @@ async def test_hybrid_embeds_the_query_once(vstore: Any, embedder: HashEmbedder)
     embedder.fail = True
     with pytest.raises(EmbeddingError, match="embedder down"):
         await s.search("billing", mode="hybrid")
+
+
+@pytest.mark.postgres
+async def test_pgvector_stores_in_two_schemas_of_one_database(tmp_path: Path) -> None:
+    """The extension lives in one schema (the first store's); a store in another schema, whose
+    search_path is its own schema only, still finds pgvector's types and operators."""
+    first, t1 = await open_any("pgvector", tmp_path, embedder=HashEmbedder())
+    try:
+        second, t2 = await open_any("pgvector", tmp_path, embedder=HashEmbedder())
+        try:
+            for store in (first, second):
+                assert store._vectors.hnsw is True  # type: ignore[attr-defined]
+                s = Session.create(store, "s1")
+                await s.append_message(text("a", "the billing service was deployed"))
+                await s.append_message(text("b", "lunch was pasta", "assistant"))
+                assert await store.embed_pending() == 2  # type: ignore[attr-defined]
+                hits = await SessionManager(store).search("pasta lunch", mode="semantic")
+                assert hits[0].message_id == "b"
+        finally:
+            await close_test_store(second, t2)
+    finally:
+        await close_test_store(first, t1)
