@@ -95,6 +95,36 @@ async def test_session_search_tool_runs_hybrid_with_an_embedder(vstore: Any) -> 
     assert [h.message_id for h in await manager.search("billing")] == ["word", "other"]
 
 
+async def test_session_search_tool_takes_a_mode_with_an_embedder(vstore: Any) -> None:
+    s = Session.create(vstore, "s1")
+    await s.append_message(text("word", "the billing service was deployed"))
+    await Session.create(vstore, "s2").append_message(text("other", "Zurich lakeside flat"))
+    await vstore.embed_pending()
+    tools = await SessionManager(vstore).tools()
+    tool = tools["session_search"]
+    assert tool.parameters["properties"]["mode"]["enum"] == ["hybrid", "lexical", "semantic"]
+    assert tool.parameters["required"] == ["query"]
+    lexical = await tools.execute("session_search", {"query": "billing", "mode": "lexical"})
+    assert "the billing service was deployed" in lexical and "Zurich" not in lexical
+    hybrid = await tools.execute("session_search", {"query": "billing", "mode": "hybrid"})
+    assert "Zurich lakeside flat" in hybrid
+    bad = await tools.execute("session_search", {"query": "billing", "mode": "fuzzy"})
+    assert bad.startswith("Error:")
+
+
+async def test_session_search_tool_offers_no_mode_without_an_embedder(tmp_path: Path) -> None:
+    from mindstore import SQLiteStore
+
+    async with SQLiteStore(tmp_path / "plain.db") as plain:
+        await Session.create(plain, "s1").append_message(text("word", "billing deployed"))
+        tools = await SessionManager(plain).tools()
+        tool = tools["session_search"]
+        assert "mode" not in tool.parameters["properties"]
+        # a mode the tool did not offer is ignored rather than failing the call
+        out = await tools.execute("session_search", {"query": "billing", "mode": "semantic"})
+        assert "billing deployed" in out
+
+
 async def test_hybrid_embeds_the_query_once(vstore: Any, embedder: HashEmbedder) -> None:
     s = Session.create(vstore, "s1")
     await s.append_message(text("a", "the billing service was deployed"))
