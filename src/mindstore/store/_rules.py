@@ -29,6 +29,7 @@ from mindstore.store._checks import (
     check_key,
     check_name,
     check_query,
+    check_scope,
     check_session_fields,
     check_text,
 )
@@ -50,6 +51,11 @@ from mindstore.store.base import (
 # Rows: the SELECT column lists of both backends are in the same order, so one decoder serves
 # both; ``when`` turns a stored time into an aware datetime (SQLite stores integer microseconds,
 # PostgreSQL returns ``timestamptz`` values as they are).
+
+
+Scope = tuple[str, str, str]
+"""A block or entry collection as stored: ``(namespace, scope, label)``, scope ``''`` for
+namespace-wide (see :func:`mindstore.store._checks.check_scope`)."""
 
 
 def _as_is(value: Any) -> datetime:
@@ -258,6 +264,19 @@ def check_entry(
     if data is not None:
         check_text(data, "data")
     check_expiry(expires_at)
+
+
+def check_entry_lookup(key: ScopeKey, entry_keys: Sequence[str]) -> tuple[Scope, list[str]]:
+    """The arguments of ``get_entries``: the collection and the keys asked for."""
+    return check_scope(key), [check_entry_key(e) for e in entry_keys]
+
+
+def check_entry_search(key: ScopeKey, query: ParsedQuery, limit: int) -> Scope:
+    """The arguments of ``search_entries``; returns the collection."""
+    k = check_scope(key)
+    check_query(query)
+    check_int(limit, "limit")
+    return k
 
 
 def check_expiries(

@@ -14,18 +14,18 @@ from mindstore.store.postgres import lexical
 if TYPE_CHECKING:
     from mindstore.store.postgres._common import Conn
 
-DELETE_NAMESPACE_FAILPOINT = failpoints.register(
-    "delete_namespace.after_delete",
-    "store/{sqlite,postgres}/_registry.py delete_namespace: every row of the namespace is "
-    "deleted, the transaction is still open",
-)
-
 _SESSION_COLS = (
     "session_id, name, parent_session_id, model, source, metadata, input_tokens, "
     "output_tokens, estimated_cost, end_reason, created_at, updated_at, message_count"
 )
 
 ClearSession = Callable[["Conn", SessionKey], Awaitable[int | None]]
+
+DELETE_NAMESPACE_FAILPOINT = failpoints.register(
+    "delete_namespace.after_delete",
+    "store/{sqlite,postgres}/_registry.py delete_namespace: every row of the namespace is "
+    "deleted, the transaction is still open",
+)
 
 
 async def create_session(

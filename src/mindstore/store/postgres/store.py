@@ -98,7 +98,6 @@ from mindstore.store._checks import (
     check_int,
     check_key,
     check_name,
-    check_query,
     check_scope,
     check_session_fields,
     check_text,
@@ -1314,8 +1313,10 @@ class PostgresStore:
         ids = _rules.check_search(namespace, query, session_ids, limit)
         if ids == [] or query.empty or limit <= 0:
             return []
-        search = partial(_search.search, namespace=namespace, query=query, session_ids=ids)
-        return await self._read_snapshot(partial(search, limit=limit))
+        run = partial(
+            _search.search, namespace=namespace, query=query, session_ids=ids, limit=limit
+        )
+        return await self._read_snapshot(run)  # one snapshot: probe, ranking, rows
 
     # ---- compaction overlays -----------------------------------------------------------------
     async def add_compaction(
@@ -1397,8 +1398,7 @@ class PostgresStore:
         return found[0] if found else None
 
     async def get_entries(self, key: ScopeKey, entry_keys: Sequence[str]) -> list[Entry]:
-        k = check_scope(key)
-        keys = [check_entry_key(e) for e in entry_keys]
+        k, keys = _rules.check_entry_lookup(key, entry_keys)
         return await self._read(_entries.get_entries, k, keys) if keys else []
 
     async def list_entries(self, key: ScopeKey, *, limit: int | None = None) -> list[Entry]:
@@ -1432,13 +1432,11 @@ class PostgresStore:
     async def search_entries(
         self, key: ScopeKey, query: ParsedQuery, *, limit: int = 10
     ) -> list[EntryHit]:
-        k = check_scope(key)
-        check_query(query)
-        check_int(limit, "limit")
+        k = _rules.check_entry_search(key, query, limit)
         if query.empty or limit <= 0:
             return []
-        search = partial(_search.search_entries, k=k, query=query, limit=limit)
-        return await self._read_snapshot(search)
+        run = partial(_search.search_entries, k=k, query=query, limit=limit)
+        return await self._read_snapshot(run)
 
     # ---- session registry --------------------------------------------------------------------
     async def create_session(

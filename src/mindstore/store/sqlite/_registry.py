@@ -12,18 +12,18 @@ from mindstore.store.base import SessionInfo, SessionKey
 from mindstore.store.sqlite import lexical
 from mindstore.store.sqlite._common import now_us, session_sid, to_datetime
 
-DELETE_NAMESPACE_FAILPOINT = failpoints.register(
-    "delete_namespace.after_delete",
-    "store/{sqlite,postgres}/_registry.py delete_namespace: every row of the namespace is "
-    "deleted, the transaction is still open",
-)
-
 _SESSION_COLS = (
     "session_id, name, parent_session_id, model, source, metadata, input_tokens, "
     "output_tokens, estimated_cost, end_reason, created_us, updated_us, message_count"
 )
 
 ClearSession = Callable[[sqlite3.Connection, SessionKey], int | None]
+
+DELETE_NAMESPACE_FAILPOINT = failpoints.register(
+    "delete_namespace.after_delete",
+    "store/{sqlite,postgres}/_registry.py delete_namespace: every row of the namespace is "
+    "deleted, the transaction is still open",
+)
 
 
 def get_session(conn: sqlite3.Connection, key: SessionKey) -> SessionInfo | None:

@@ -45,8 +45,8 @@ def search(
     session_ids: list[str] | None,
     limit: int,
 ) -> list[SearchResult]:
-    hits = _rules.message_hits(query, limit, _message_fields, _message_created)
     conn.execute("SAVEPOINT mindstore_read")  # one snapshot: probe, ranking, rows
+    hits = _rules.message_hits(query, limit, _message_fields, _message_created)
     try:
         sids: set[int] | None = None
         if session_ids is not None:
@@ -72,8 +72,8 @@ def search(
 def search_entries(
     conn: sqlite3.Connection, k: tuple[str, str, str], query: ParsedQuery, limit: int
 ) -> list[EntryHit]:
-    hits = _rules.entry_hits(query, limit)
     conn.execute("SAVEPOINT mindstore_read")  # one snapshot: probe, ranking, rows
+    hits = _rules.entry_hits(query, limit)
     try:
         coll = entry_collection(*k)
         ranked = lexical.candidates(conn, coll, query, None, sessions=False, limit=limit)

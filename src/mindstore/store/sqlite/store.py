@@ -145,7 +145,6 @@ from mindstore.store._checks import (
     check_int,
     check_key,
     check_name,
-    check_query,
     check_scope,
     check_session_fields,
     check_text,
@@ -1424,8 +1423,7 @@ class SQLiteStore:
         return found[0] if found else None
 
     async def get_entries(self, key: ScopeKey, entry_keys: Sequence[str]) -> list[Entry]:
-        k = check_scope(key)
-        keys = [check_entry_key(e) for e in entry_keys]
+        k, keys = _rules.check_entry_lookup(key, entry_keys)
         return self._read(_entries.get_entries, k, keys) if keys else []
 
     async def list_entries(self, key: ScopeKey, *, limit: int | None = None) -> list[Entry]:
@@ -1459,9 +1457,7 @@ class SQLiteStore:
     async def search_entries(
         self, key: ScopeKey, query: ParsedQuery, *, limit: int = 10
     ) -> list[EntryHit]:
-        k = check_scope(key)
-        check_query(query)
-        check_int(limit, "limit")
+        k = _rules.check_entry_search(key, query, limit)
         if query.empty or limit <= 0:
             return []
         return self._read(_search.search_entries, k, query, limit)
