@@ -18,7 +18,6 @@ from mindstore.store.base import Store
 
 POSTGRES_URL = os.environ.get("MINDSTORE_TEST_POSTGRES_URL", "")
 REQUIRE_POSTGRES = os.environ.get("MINDSTORE_REQUIRE_POSTGRES") == "1"
-SQLITE_FILE = "mindstore-test.db"  # the file open_test_store opens under a test's tmp_path
 
 
 def postgres_url_or_skip() -> str:
@@ -34,6 +33,12 @@ def new_schema_name() -> str:
     return f"mindstore_t_{uuid.uuid4().hex[:16]}"
 
 
+def database_location(backend: str, tmp_path: Path, token: Any) -> Any:
+    """Where :func:`open_test_store` put the database, for a test that reads it through its
+    own plain connection: the SQLite file's path, or PostgreSQL's ``(url, schema)``."""
+    return tmp_path / "mindstore-test.db" if backend == "sqlite" else token
+
+
 async def drop_schema(url: str, schema: str) -> None:
     import psycopg
 
@@ -46,19 +51,13 @@ async def open_test_store(backend: str, tmp_path: Path, **options: Any) -> tuple
     if backend == "sqlite":
         from mindstore.store.sqlite import SQLiteStore
 
-        return SQLiteStore(tmp_path / SQLITE_FILE, **options), None
+        return SQLiteStore(tmp_path / "mindstore-test.db", **options), None
     url = postgres_url_or_skip()
     from mindstore.store.postgres import PostgresStore
 
     schema = new_schema_name()
     store = await PostgresStore.open(url, schema=schema, min_size=1, max_size=4, **options)
     return store, (url, schema)
-
-
-def database_location(backend: str, tmp_path: Path, token: Any) -> Any:
-    """Where :func:`open_test_store` put the database, for a test that reads it through its
-    own plain connection: the SQLite file's path, or PostgreSQL's ``(url, schema)``."""
-    return tmp_path / SQLITE_FILE if backend == "sqlite" else token
 
 
 async def close_test_store(store: Store, token: Any) -> None:
@@ -73,7 +72,7 @@ async def reopen_test_store(backend: str, tmp_path: Path, token: Any) -> Store:
     if backend == "sqlite":
         from mindstore.store.sqlite import SQLiteStore
 
-        return SQLiteStore(tmp_path / SQLITE_FILE)
+        return SQLiteStore(tmp_path / "mindstore-test.db")
     from mindstore.store.postgres import PostgresStore
 
     url, schema = token
