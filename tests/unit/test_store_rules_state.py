@@ -262,3 +262,10 @@ def test_registry_errors() -> None:
         "prompts",
         "skill_states",
     }
+
+
+def test_the_namespace_deletion_failpoint_is_declared_once_for_every_backend() -> None:
+    from mindstore.store import failpoints
+
+    assert _rules.DELETE_NAMESPACE_AFTER_DELETE == "delete_namespace.after_delete"
+    assert "not yet committed" in failpoints.PLACES["delete_namespace.after_delete"]

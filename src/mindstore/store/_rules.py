@@ -20,6 +20,7 @@ from mindstore.errors import CompactionError, ConflictError, SessionNotFoundErro
 from mindstore.lexical.hits import Hits
 from mindstore.lexical.snippet import SnippetQuery, make_snippet
 from mindstore.search import ParsedQuery, SearchResult, search_result
+from mindstore.store import failpoints
 from mindstore.store._checks import (
     CREATE_FIELDS,
     check_entry_key,
@@ -296,6 +297,13 @@ def in_request_order(keys: Sequence[str], found: Mapping[str, Entry]) -> list[En
 
 
 # Registry.
+
+# Where a test may interrupt a namespace deletion (:mod:`mindstore.store.failpoints`): the same
+# place on every backend, inside the deletion's one transaction.
+DELETE_NAMESPACE_AFTER_DELETE = failpoints.register(
+    "delete_namespace.after_delete",
+    "delete_namespace: every row of the namespace is deleted; not yet committed",
+)
 
 NAMESPACE_TABLES: Final = (
     "sessions",

@@ -21,12 +21,6 @@ _SESSION_COLS = (
 
 ClearSession = Callable[["Conn", SessionKey], Awaitable[int | None]]
 
-DELETE_NAMESPACE_FAILPOINT = failpoints.register(
-    "delete_namespace.after_delete",
-    "store/{sqlite,postgres}/_registry.py delete_namespace: every row of the namespace is "
-    "deleted, the transaction is still open",
-)
-
 
 async def create_session(
     conn: Conn,
@@ -178,7 +172,7 @@ async def delete_namespace(conn: Conn, namespace: str) -> dict[str, int]:
         cur = await conn.execute(sql, (namespace,))
         if name:
             counts[name] = cur.rowcount
-    await failpoints.ahit(DELETE_NAMESPACE_FAILPOINT)
+    await failpoints.ahit(_rules.DELETE_NAMESPACE_AFTER_DELETE)
     return counts
 
 

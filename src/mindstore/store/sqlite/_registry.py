@@ -19,12 +19,6 @@ _SESSION_COLS = (
 
 ClearSession = Callable[[sqlite3.Connection, SessionKey], int | None]
 
-DELETE_NAMESPACE_FAILPOINT = failpoints.register(
-    "delete_namespace.after_delete",
-    "store/{sqlite,postgres}/_registry.py delete_namespace: every row of the namespace is "
-    "deleted, the transaction is still open",
-)
-
 
 def get_session(conn: sqlite3.Connection, key: SessionKey) -> SessionInfo | None:
     row = conn.execute(
@@ -175,7 +169,7 @@ def delete_namespace(conn: sqlite3.Connection, ns: str) -> dict[str, int]:
         changed = conn.execute(sql, (ns,)).rowcount
         if name:
             counts[name] = changed
-    failpoints.hit(DELETE_NAMESPACE_FAILPOINT)
+    failpoints.hit(_rules.DELETE_NAMESPACE_AFTER_DELETE)
     return counts
 
 
