@@ -159,7 +159,9 @@ def test_entry_hits_match_phrases_across_key_and_content_and_snip_content_first(
 
 # ---- compactions --------------------------------------------------------------------------------
 def test_check_compaction_one_message_for_bad_supersedes() -> None:
-    assert _rules.check_compaction(KEY, "s", "a", "b", (1, 2)) == [1, 2]
+    assert _rules.check_compaction(KEY, "s", "a", "b", [1, 2]) == _rules.NewCompaction(
+        summary="s", from_id="a", to_id="b", supersedes=(1, 2)
+    )
     with pytest.raises(TypeError, match=r"supersedes must be compaction ids \(integers\), got"):
         _rules.check_compaction(KEY, "s", "a", "b", [1, True])
     with pytest.raises(TypeError, match="supersedes must be compaction ids"):
@@ -206,7 +208,9 @@ def test_block_listing_and_skill_state_checks() -> None:
 
 # ---- entries ------------------------------------------------------------------------------------
 def test_entry_checks() -> None:
-    _rules.check_entry("k", "c", None, None, None)
+    assert _rules.check_entry("k", "c", "d", None, T0) == _rules.NewEntry(
+        key="k", content="c", description="d", data=None, expires_at=T0
+    )
     with pytest.raises(ValueError, match="description"):
         _rules.check_entry("k", "c", "\x00", None, None)
     with pytest.raises(TypeError, match="timezone-aware"):
@@ -225,9 +229,12 @@ def test_entries_come_back_in_request_order_once_each() -> None:
 
 # ---- registry -----------------------------------------------------------------------------------
 def test_new_session_fields() -> None:
-    assert _rules.check_new_session(KEY, "n", None, None, None, None) is None
-    meta = _rules.check_new_session(KEY, None, "p", "m", "cli", {"a": "é"})
-    assert meta is not None and json.loads(meta) == {"a": "é"}
+    assert _rules.check_new_session(KEY, "n", None, None, None, None) == _rules.NewSession(
+        name="n", parent_session_id=None, model=None, source=None, metadata=None
+    )
+    new = _rules.check_new_session(KEY, None, "p", "m", "cli", {"a": "é"})
+    assert (new.parent_session_id, new.model, new.source) == ("p", "m", "cli")
+    assert new.metadata is not None and json.loads(new.metadata) == {"a": "é"}
     with pytest.raises(TypeError, match="metadata must be a mapping"):
         _rules.check_new_session(KEY, None, None, None, None, [1])  # type: ignore[arg-type]
     with pytest.raises(InvalidKeyError, match="name"):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
@@ -185,21 +186,32 @@ def entry_hits(query: ParsedQuery, limit: int) -> Hits[Any, EntryHit]:
 # Compactions.
 
 
+@dataclass(frozen=True, slots=True)
+class NewCompaction:
+    """A checked ``add_compaction`` call: the overlay ``from_id``..``to_id`` and the ids of
+    the compactions it supersedes."""
+
+    summary: str
+    from_id: str
+    to_id: str
+    supersedes: tuple[int, ...]
+
+
 def check_compaction(
     key: SessionKey, summary: str, from_id: str, to_id: str, supersedes: Sequence[int]
-) -> list[int]:
-    """The arguments of ``add_compaction``; returns the ids it supersedes."""
+) -> NewCompaction:
+    """The arguments of ``add_compaction``."""
     check_key(key)
     check_text(summary, "summary")
     check_id(from_id, "from_id")
     check_id(to_id, "to_id")
-    ids = list(supersedes)
+    ids = tuple(supersedes)
     for c in ids:
         if isinstance(c, bool) or not isinstance(c, int):
             raise TypeError(f"supersedes must be compaction ids (integers), got {type(c).__name__}")
         if not -(2**63) <= c < 2**63:
             raise ValueError(f"supersedes must be compaction ids (64-bit integers), got {c}")
-    return ids
+    return NewCompaction(summary, from_id, to_id, ids)
 
 
 def check_superseded(key: SessionKey, supersedes: Sequence[int], known: set[int]) -> None:
@@ -250,21 +262,32 @@ def check_skill_state(key: SessionKey, label: str, skill_key: str, loaded: bool)
 # Entries.
 
 
+@dataclass(frozen=True, slots=True)
+class NewEntry:
+    """A checked ``put_entry`` call (its collection apart)."""
+
+    key: str
+    content: str
+    description: str | None
+    data: str | None
+    expires_at: datetime | None
+
+
 def check_entry(
     entry_key: str,
     content: str,
     description: str | None,
     data: str | None,
     expires_at: datetime | None,
-) -> None:
-    """The arguments of ``put_entry`` (after its scope)."""
+) -> NewEntry:
+    """The arguments of ``put_entry`` after its scope."""
     check_entry_key(entry_key)
     check_text(content, "content")
     if description is not None:
         check_text(description, "description")
     if data is not None:
         check_text(data, "data")
-    check_expiry(expires_at)
+    return NewEntry(entry_key, content, description, data, check_expiry(expires_at))
 
 
 def check_entry_lookup(key: ScopeKey, entry_keys: Sequence[str]) -> tuple[Scope, list[str]]:
@@ -317,6 +340,22 @@ NAMESPACE_TABLES: Final = (
 """The tables ``stats`` counts: every kind of row a namespace owns."""
 
 
+@dataclass(frozen=True, slots=True)
+class NewSession:
+    """A checked ``create_session`` call; ``metadata`` is JSON text."""
+
+    name: str | None
+    parent_session_id: str | None
+    model: str | None
+    source: str | None
+    metadata: str | None
+
+    @property
+    def columns(self) -> tuple[str | None, ...]:
+        """``name, parent_session_id, model, source, metadata``: the registry columns set."""
+        return self.name, self.parent_session_id, self.model, self.source, self.metadata
+
+
 def check_new_session(
     key: SessionKey,
     name: str | None,
@@ -324,8 +363,8 @@ def check_new_session(
     model: str | None,
     source: str | None,
     metadata: Mapping[str, Any] | None,
-) -> str | None:
-    """The arguments of ``create_session``; returns the metadata as JSON text."""
+) -> NewSession:
+    """The arguments of ``create_session``."""
     check_key(key)
     fields = {
         "name": name,
@@ -335,7 +374,7 @@ def check_new_session(
         "metadata": metadata,
     }
     meta: str | None = check_session_fields(fields, CREATE_FIELDS)["metadata"]
-    return meta
+    return NewSession(name, parent_session_id, model, source, meta)
 
 
 def check_session_listing(namespace: str, limit: int, before: str | None) -> None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from mindstore.lexical.collections import entry_collection
 from mindstore.store import _rules
 from mindstore.store._checks import prefix_upper_bound
+from mindstore.store._rules import NewEntry
 from mindstore.store.base import Entry
 from mindstore.store.postgres import lexical
 
@@ -24,21 +25,13 @@ _KEY_WHERE = "WHERE namespace = %s AND scope = %s AND label = %s AND key = %s"
 Scope = tuple[str, str, str]
 
 
-async def put_entry(
-    conn: Conn,
-    k: Scope,
-    entry_key: str,
-    content: str,
-    description: str | None,
-    data: str | None,
-    expires_at: datetime | None,
-) -> None:
+async def put_entry(conn: Conn, k: Scope, new: NewEntry) -> None:
     # a rewritten entry gets a new id: ids order entries by their last write, which is how
     # equal scores are ordered (most recently written first); its creation time is carried
     # over (NULL in rows older than m006: their updated_at)
     cur = await conn.execute(
         f"DELETE FROM entries {_KEY_WHERE} RETURNING id, coalesce(created_at, updated_at)",
-        (*k, entry_key),
+        (*k, new.key),
     )
     old = await cur.fetchone()
     if old is not None:
@@ -50,11 +43,19 @@ async def put_entry(
         "data, created_at, updated_at, expires_at) "
         "SELECT %s, %s, %s, %s, %s, %s, %s, coalesce(%s, t.now), t.now, %s "
         "FROM (SELECT clock_timestamp() AS now) t RETURNING id",
-        (*k, entry_key, content, description, data, old[1] if old else None, expires_at),
+        (
+            *k,
+            new.key,
+            new.content,
+            new.description,
+            new.data,
+            old[1] if old else None,
+            new.expires_at,
+        ),
     )
     row = await cur.fetchone()
     assert row is not None
-    await lexical.index_entry(conn, k, row[0], entry_key, content, description)
+    await lexical.index_entry(conn, k, row[0], new.key, new.content, new.description)
 
 
 async def get_entries(conn: Conn, k: Scope, keys: Sequence[str]) -> list[Entry]:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from mindstore.lexical.collections import entry_collection, message_collection
 from mindstore.store import _rules, failpoints
+from mindstore.store._rules import NewSession
 from mindstore.store.base import SessionInfo, SessionKey
 from mindstore.store.postgres import lexical
 
@@ -22,20 +23,12 @@ _SESSION_COLS = (
 ClearSession = Callable[["Conn", SessionKey], Awaitable[int | None]]
 
 
-async def create_session(
-    conn: Conn,
-    key: SessionKey,
-    name: str | None,
-    parent_session_id: str | None,
-    model: str | None,
-    source: str | None,
-    metadata: str | None,
-) -> SessionInfo:
+async def create_session(conn: Conn, key: SessionKey, new: NewSession) -> SessionInfo:
     cur = await conn.execute(
         "INSERT INTO sessions (namespace, session_id, name, parent_session_id, model, "
         "source, metadata) VALUES (%s, %s, %s, %s, %s, %s, %s) "
         f"ON CONFLICT (namespace, session_id) DO NOTHING RETURNING {_SESSION_COLS}",
-        (key.namespace, key.session_id, name, parent_session_id, model, source, metadata),
+        (key.namespace, key.session_id, *new.columns),
     )
     row = await cur.fetchone()
     if row is None:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from mindstore.store import _rules
 from mindstore.store._checks import not_found
+from mindstore.store._rules import NewCompaction
 from mindstore.store.base import Compaction, ScopeKey, SessionKey, SkillState
 from mindstore.store.postgres._common import FORGET_ESTIMATE_SQL, lock_session
 
@@ -19,22 +20,17 @@ _PROMPT_SQL = "SELECT prompt FROM prompts WHERE namespace = %s AND session_id = 
 
 
 # ---- compaction overlays ------------------------------------------------------------------------
-async def add_compaction(
-    conn: Conn,
-    key: SessionKey,
-    summary: str,
-    from_id: str,
-    to_id: str,
-    supersedes: list[int],
-) -> Compaction:
+async def add_compaction(conn: Conn, key: SessionKey, new: NewCompaction) -> Compaction:
     sid = await lock_session(conn, key)
+    supersedes = list(new.supersedes)
+    ends = [new.from_id, new.to_id]
     found: set[str] = set()
     if sid is not None:
         cur = await conn.execute(
-            "SELECT id FROM messages WHERE sid = %s AND id = ANY(%s)", (sid, [from_id, to_id])
+            "SELECT id FROM messages WHERE sid = %s AND id = ANY(%s)", (sid, ends)
         )
         found = {r[0] for r in await cur.fetchall()}
-    for mid in (from_id, to_id):
+    for mid in ends:
         if mid not in found:
             raise not_found(key, mid)
     if supersedes:
@@ -45,7 +41,7 @@ async def add_compaction(
     cur = await conn.execute(
         "INSERT INTO compactions (sid, from_id, to_id, summary) VALUES (%s, %s, %s, %s) "
         f"RETURNING {_COMPACTION_COLS}",
-        (sid, from_id, to_id, summary),
+        (sid, new.from_id, new.to_id, new.summary),
     )
     row = await cur.fetchone()
     assert row is not None

@@ -1328,8 +1328,8 @@ class PostgresStore:
         to_id: str,
         supersedes: Sequence[int] = (),
     ) -> Compaction:
-        sup = _rules.check_compaction(key, summary, from_id, to_id, supersedes)
-        return await self._write(_state.add_compaction, key, summary, from_id, to_id, sup)
+        new = _rules.check_compaction(key, summary, from_id, to_id, supersedes)
+        return await self._write(_state.add_compaction, key, new)
 
     async def get_compactions(self, key: SessionKey) -> list[Compaction]:
         return await self._read(_state.get_compactions, check_key(key))
@@ -1390,8 +1390,8 @@ class PostgresStore:
         expires_at: datetime | None = None,
     ) -> None:
         k = check_scope(key)
-        _rules.check_entry(entry_key, content, description, data, expires_at)
-        await self._write(_entries.put_entry, k, entry_key, content, description, data, expires_at)
+        new = _rules.check_entry(entry_key, content, description, data, expires_at)
+        await self._write(_entries.put_entry, k, new)
 
     async def get_entry(self, key: ScopeKey, entry_key: str) -> Entry | None:
         found = await self.get_entries(key, [entry_key])
@@ -1449,10 +1449,8 @@ class PostgresStore:
         source: str | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> SessionInfo:
-        meta = _rules.check_new_session(key, name, parent_session_id, model, source, metadata)
-        return await self._write(
-            _registry.create_session, key, name, parent_session_id, model, source, meta
-        )
+        new = _rules.check_new_session(key, name, parent_session_id, model, source, metadata)
+        return await self._write(_registry.create_session, key, new)
 
     async def get_session(self, key: SessionKey) -> SessionInfo | None:
         return await self._read(_registry.get_session, check_key(key))

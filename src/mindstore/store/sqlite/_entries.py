@@ -11,6 +11,7 @@ from datetime import datetime
 
 from mindstore.store import _rules
 from mindstore.store._checks import prefix_upper_bound
+from mindstore.store._rules import NewEntry
 from mindstore.store.base import Entry
 from mindstore.store.sqlite import lexical
 from mindstore.store.sqlite._common import now_us, to_datetime, to_us
@@ -21,18 +22,10 @@ _KEY_WHERE = "WHERE namespace = ? AND scope = ? AND label = ? AND key = ?"
 Scope = tuple[str, str, str]
 
 
-def put_entry(
-    conn: sqlite3.Connection,
-    k: Scope,
-    entry_key: str,
-    content: str,
-    description: str | None,
-    data: str | None,
-    expires_at: datetime | None,
-) -> None:
+def put_entry(conn: sqlite3.Connection, k: Scope, new: NewEntry) -> None:
     old = conn.execute(
         f"SELECT id, key, content, description, created_us, updated_us FROM entries {_KEY_WHERE}",
-        (*k, entry_key),
+        (*k, new.key),
     ).fetchone()
     now = now_us()
     if old is not None:
@@ -48,10 +41,10 @@ def put_entry(
         "INSERT INTO entries (namespace, scope, label, key, content, description, "
         "updated_us, data, created_us, expires_us) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (*k, entry_key, content, description, now, data, created, to_us(expires_at)),
+        (*k, new.key, new.content, new.description, now, new.data, created, to_us(new.expires_at)),
     ).lastrowid
     assert rowid is not None
-    lexical.index_entry(conn, *k, rowid, entry_key, content, description)
+    lexical.index_entry(conn, *k, rowid, new.key, new.content, new.description)
     lexical.flush(conn)
 
 

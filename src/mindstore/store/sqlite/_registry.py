@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from mindstore.lexical.collections import entry_collection, message_collection
 from mindstore.store import _rules, failpoints
+from mindstore.store._rules import NewSession
 from mindstore.store.base import SessionInfo, SessionKey
 from mindstore.store.sqlite import lexical
 from mindstore.store.sqlite._common import now_us, session_sid, to_datetime
@@ -34,22 +35,14 @@ def _existing(conn: sqlite3.Connection, key: SessionKey) -> SessionInfo:
     return info
 
 
-def create_session(
-    conn: sqlite3.Connection,
-    key: SessionKey,
-    name: str | None,
-    parent_session_id: str | None,
-    model: str | None,
-    source: str | None,
-    metadata: str | None,
-) -> SessionInfo:
+def create_session(conn: sqlite3.Connection, key: SessionKey, new: NewSession) -> SessionInfo:
     if session_sid(conn, key) is not None:
         raise _rules.session_exists(key)
     now = now_us()
     conn.execute(
         "INSERT INTO sessions (namespace, session_id, name, parent_session_id, model, "
         "source, metadata, created_us, updated_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (key.namespace, key.session_id, name, parent_session_id, model, source, metadata, now, now),
+        (key.namespace, key.session_id, *new.columns, now, now),
     )
     return _existing(conn, key)
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from mindstore.store import _rules
 from mindstore.store._checks import not_found
+from mindstore.store._rules import NewCompaction
 from mindstore.store.base import Compaction, ScopeKey, SessionKey, SkillState
 from mindstore.store.sqlite._common import forget_estimate, now_us, session_sid, to_datetime
 
@@ -22,16 +23,10 @@ def _compaction(conn: sqlite3.Connection, cid: int) -> Compaction:
 
 
 # ---- compaction overlays ------------------------------------------------------------------------
-def add_compaction(
-    conn: sqlite3.Connection,
-    key: SessionKey,
-    summary: str,
-    from_id: str,
-    to_id: str,
-    supersedes: list[int],
-) -> Compaction:
+def add_compaction(conn: sqlite3.Connection, key: SessionKey, new: NewCompaction) -> Compaction:
     sid = session_sid(conn, key)
-    for mid in (from_id, to_id):
+    supersedes = list(new.supersedes)
+    for mid in (new.from_id, new.to_id):
         if (
             sid is None
             or conn.execute(
@@ -52,7 +47,7 @@ def add_compaction(
         _rules.check_superseded(key, supersedes, known)
     cid = conn.execute(
         "INSERT INTO compactions (sid, from_id, to_id, summary, created_us) VALUES (?, ?, ?, ?, ?)",
-        (sid, from_id, to_id, summary, now_us()),
+        (sid, new.from_id, new.to_id, new.summary, now_us()),
     ).lastrowid
     assert cid is not None
     if supersedes:

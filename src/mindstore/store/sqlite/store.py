@@ -1353,8 +1353,8 @@ class SQLiteStore:
         to_id: str,
         supersedes: Sequence[int] = (),
     ) -> Compaction:
-        sup = _rules.check_compaction(key, summary, from_id, to_id, supersedes)
-        return self._write(_state.add_compaction, key, summary, from_id, to_id, sup)
+        new = _rules.check_compaction(key, summary, from_id, to_id, supersedes)
+        return self._write(_state.add_compaction, key, new)
 
     async def get_compactions(self, key: SessionKey) -> list[Compaction]:
         return self._read(_state.get_compactions, check_key(key))
@@ -1415,8 +1415,8 @@ class SQLiteStore:
         expires_at: datetime | None = None,
     ) -> None:
         k = check_scope(key)
-        _rules.check_entry(entry_key, content, description, data, expires_at)
-        self._write(_entries.put_entry, k, entry_key, content, description, data, expires_at)
+        new = _rules.check_entry(entry_key, content, description, data, expires_at)
+        self._write(_entries.put_entry, k, new)
 
     async def get_entry(self, key: ScopeKey, entry_key: str) -> Entry | None:
         found = await self.get_entries(key, [entry_key])
@@ -1473,10 +1473,8 @@ class SQLiteStore:
         source: str | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> SessionInfo:
-        meta = _rules.check_new_session(key, name, parent_session_id, model, source, metadata)
-        return self._write(
-            _registry.create_session, key, name, parent_session_id, model, source, meta
-        )
+        new = _rules.check_new_session(key, name, parent_session_id, model, source, metadata)
+        return self._write(_registry.create_session, key, new)
 
     async def get_session(self, key: SessionKey) -> SessionInfo | None:
         return self._read(_registry.get_session, check_key(key))
