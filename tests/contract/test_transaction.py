@@ -8,12 +8,9 @@ playing another worker.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
-from backends import close_test_store, open_test_store, reopen_test_store
+from backends import Reopen
 from mindstore.errors import ConflictError, MessageNotFoundError, StoreError
 from mindstore.store.base import NewMessage, ScopeKey, SessionKey, Store
 
@@ -35,16 +32,10 @@ class Boom(Exception):
 
 
 @pytest.fixture
-async def pair(backend: str, tmp_path: Path) -> AsyncIterator[tuple[Store, Store]]:
+async def pair(store: Store, reopen: Reopen) -> tuple[Store, Store]:
     """Two store objects on one database: the writer under test and another worker."""
-    store, token = await open_test_store(backend, tmp_path)
     await store.stats()  # the schema exists before the second store opens
-    other = await reopen_test_store(backend, tmp_path, token)
-    try:
-        yield store, other
-    finally:
-        await other.aclose()
-        await close_test_store(store, token)
+    return store, await reopen()
 
 
 async def ids(store: Store, key: SessionKey = K) -> list[str]:

@@ -12,16 +12,19 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, Protocol
 
 from mindstore.embeddings import Embedder, embed_batch
 from mindstore.errors import EmbeddingError
-from mindstore.search import index_text
+from mindstore.search import SearchResult, index_text
+from mindstore.store._checks import check_int, check_name
 from mindstore.vectors import embedding_text, encode_vector
 
 __all__ = [
+    "BackendVectors",
     "EmbedsPending",
     "PendingRow",
+    "VectorMethods",
     "check_embedder",
     "message_text",
     "require_embedder",
@@ -158,3 +161,92 @@ class EmbedsPending:
             batch_size=batch_size,
             progress=progress,
         )
+
+
+class BackendVectors(Protocol):
+    """What a backend's vectors object (``sqlite/vectors.py``, ``postgres/vectors.py``) offers
+    the store."""
+
+    async def embed_pending(
+        self, *, limit: int | None, batch_size: int, progress: Callable[[int], None] | None
+    ) -> int: ...
+
+    async def pending_count(self) -> int: ...
+
+    async def drop_vectors(self) -> int: ...
+
+    async def search(
+        self, namespace: str, query: str, *, session_ids: Sequence[str] | None, limit: int
+    ) -> list[SearchResult]: ...
+
+
+class VectorMethods:
+    """The vector half of a store's public API, written once for both backends: argument
+    checks here, the work in the backend's :class:`BackendVectors` (``_vectors``, None without
+    an embedder). A store sets ``_embedder`` (checked with :func:`check_embedder`) and
+    ``_vectors`` in its constructor. Every method except :attr:`embedder` and
+    :attr:`vector_index` raises :class:`~mindstore.errors.EmbeddingError` without an embedder.
+    """
+
+    _embedder: Embedder | None
+    _vectors: BackendVectors | None
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder given to the store, or None (lexical search only)."""
+        return self._embedder
+
+    @property
+    def vector_index(self) -> Literal["pgvector", "exact"] | None:
+        """How :meth:`semantic_search` finds neighbours: ``"pgvector"`` (pgvector's HNSW
+        index, PostgreSQL only), ``"exact"`` (an exact cosine scan), or None without an
+        embedder. Decided when the store opens."""
+        if self._vectors is None:
+            return None
+        # PostgresVectors.hnsw: whether the pgvector index is in use; SQLite has none.
+        return "pgvector" if getattr(self._vectors, "hnsw", False) else "exact"
+
+    def _require_vectors(self, what: str) -> BackendVectors:
+        require_embedder(self._embedder, what)
+        assert self._vectors is not None
+        return self._vectors
+
+    async def embed_pending(
+        self,
+        *,
+        limit: int | None = None,
+        batch_size: int = 64,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Embed messages that have no vector of this store's embedder yet, ``batch_size`` per
+        call to the embedder and per transaction; returns how many were embedded.
+        ``progress(n)`` is called after each batch."""
+        vectors = self._require_vectors("embed_pending")
+        return await vectors.embed_pending(limit=limit, batch_size=batch_size, progress=progress)
+
+    async def pending_embeddings(self) -> int:
+        """How many messages have no vector of this store's embedder."""
+        return await self._require_vectors("pending_embeddings").pending_count()
+
+    async def drop_vectors(self) -> int:
+        """Delete every stored vector (any embedder) so the next embed_pending re-embeds all."""
+        return await self._require_vectors("drop_vectors").drop_vectors()
+
+    async def semantic_search(
+        self,
+        namespace: str,
+        query: str,
+        *,
+        session_ids: Sequence[str] | None = None,
+        limit: int = 20,
+    ) -> list[SearchResult]:
+        """Nearest messages of the namespace to ``query`` by the embedder (cosine k-NN over
+        the namespace's vectors of this embedder), best first."""
+        check_name(namespace, "namespace")
+        check_int(limit)
+        if session_ids is not None:
+            if isinstance(session_ids, str):
+                raise TypeError("session_ids must be a sequence of session ids, not a string")
+            session_ids = [check_name(s, "session id") for s in session_ids]
+        vectors = self._require_vectors("semantic search")
+        return await vectors.search(namespace, query, session_ids=session_ids, limit=limit)
