@@ -12,6 +12,7 @@ import pytest
 
 from backends import Reopen
 from mindstore.errors import ConflictError, MessageNotFoundError, StoreError
+from mindstore.search import parse_query
 from mindstore.store.base import NewMessage, ScopeKey, SessionKey, Store
 
 K = SessionKey(namespace="ns", session_id="s")
@@ -149,3 +150,17 @@ async def test_closed_store_refuses_a_transaction(pair: tuple[Store, Store]) -> 
     with pytest.raises(StoreError):
         async with store.transaction():
             pass
+
+
+async def test_search_inside_a_block_sees_the_blocks_writes(store: Store) -> None:
+    """Multi-statement reads (search reads statistics, then rows) join the open transaction —
+    in a write block and in a read-only one — instead of trying to start their own snapshot."""
+    await store.append(K, [m("a")])
+    query = parse_query("zebra")
+    async with store.transaction():
+        await store.append(K, [m("zebra")])
+        hits = await store.search(K.namespace, query, session_ids=[K.session_id])
+        assert [h.message_id for h in hits] == ["zebra"]
+    async with store.transaction(readonly=True):
+        hits = await store.search(K.namespace, query, session_ids=[K.session_id])
+        assert [h.message_id for h in hits] == ["zebra"]

@@ -4,13 +4,22 @@ A message is *pending* while it has no vector row for the store's embedder (``na
 ``dimensions``): never embedded, embedded by another embedder, or its row was dropped because the
 message (or its parent, which is part of the embedded text) changed. Rows of another embedder are
 never read by a search; embedding replaces them.
+
+What is embedded is the lexical index's text (:func:`mindstore.search.index_text`): text and
+reasoning parts, else the tool text. The memory tools' own calls and results
+(:data:`mindstore.search.MEMORY_TOOLS`) are left out there, so they are never sent to the
+embedder: a message holding nothing else gets an empty vector row (done, not pending, never a
+semantic hit) and gives its children no context.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -27,6 +36,8 @@ __all__ = [
     "VectorMethods",
     "check_embedder",
     "message_text",
+    "query_embedding_started",
+    "query_vector",
     "require_embedder",
     "run_embed_pending",
 ]
@@ -49,6 +60,41 @@ def message_text(content: str | None) -> str:
         return ""
     text, tool_text = index_text(message)
     return text or tool_text
+
+
+_STARTED: ContextVar[tuple[Embedder, str, asyncio.Future[list[list[float]]]] | None] = ContextVar(
+    "mindstore_query_embedding", default=None
+)
+
+
+@asynccontextmanager
+async def query_embedding_started(embedder: Embedder, query: str) -> AsyncIterator[None]:
+    """Start embedding ``query`` now, in the background, for the block: a hybrid search runs
+    its lexical half meanwhile (the model call often costs more than the lexical search), and
+    :func:`query_vector` for the same embedder and query inside the block awaits this one
+    instead of embedding again. Leaving the block early cancels it; the store is never used
+    from two tasks at once (only the embedder runs beside the caller)."""
+    task = asyncio.ensure_future(embed_batch(embedder, [query], query=True))
+    token = _STARTED.set((embedder, query, task))
+    try:
+        await asyncio.sleep(0)  # let it reach the embedder (a worker thread or a request)
+        yield
+    finally:
+        _STARTED.reset(token)
+        if not task.done():
+            task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def query_vector(embedder: Embedder, query: str) -> list[float]:
+    """The query's vector: the one :func:`query_embedding_started` is computing, else a new
+    call to the embedder."""
+    started = _STARTED.get()
+    if started is not None and started[0] is embedder and started[1] == query:
+        [vector] = await started[2]
+    else:
+        [vector] = await embed_batch(embedder, [query], query=True)
+    return vector
 
 
 def check_embedder(embedder: Any) -> Embedder | None:

@@ -255,7 +255,13 @@ class PostgresConnection:
                 raise store_error(e, self.limits) from e
 
     async def read_snapshot(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
-        """Run several reads in one repeatable-read, read-only transaction (one snapshot)."""
+        """Run several reads in one repeatable-read, read-only transaction (one snapshot).
+
+        Inside :meth:`transaction` the reads run in that transaction instead: its isolation
+        level is already set (it cannot change after its first statement), and it sees its own
+        writes."""
+        if self._tx_conn.get() is not None:
+            return await self.read(fn)
 
         async def run(conn: Conn) -> T:
             async with conn.transaction():
