@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
-from backends import close_test_store, open_test_store
+from backends import close_test_store, database_location, open_test_store
 from mindstore.context.providers import StoreSearchProvider, StoreSkillProvider
 from mindstore.manager import SessionManager
-from mindstore.store.base import SessionKey, Store
+from mindstore.store import failpoints
+from mindstore.store.base import Store
 
 GONE = "forgetzq"  # every row written for the doomed namespace carries this marker
 KEPT = "keepzq"
@@ -110,13 +111,14 @@ def _mentions(value: Any, word: str) -> bool:
     return word in str(value)
 
 
-async def dump_tables(backend: str, store: Store, token: Any) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of every table (as tuples of cells), keyed by table name."""
+async def dump_tables(backend: str, location: Any) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table (as tuples of cells), keyed by table name, read through a
+    plain connection of the test's own (``location``: see ``backends.database_location``)."""
     out: dict[str, list[tuple[Any, ...]]] = {}
     if backend == "sqlite":
         import sqlite3
 
-        conn = sqlite3.connect(store._path)  # type: ignore[attr-defined]
+        conn = sqlite3.connect(location)
         try:
             names = [
                 r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
@@ -128,7 +130,7 @@ async def dump_tables(backend: str, store: Store, token: Any) -> dict[str, list[
         return out
     import psycopg
 
-    url, schema = token
+    url, schema = location
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         cur = await conn.execute(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
@@ -144,9 +146,10 @@ async def dump_tables(backend: str, store: Store, token: Any) -> dict[str, list[
 
 @pytest.fixture
 async def opened(backend: str, tmp_path: Path) -> Any:
+    """The store and where its database is (for :func:`dump_tables`)."""
     store, token = await open_test_store(backend, tmp_path)
     try:
-        yield store, token
+        yield store, database_location(backend, tmp_path, token)
     finally:
         await close_test_store(store, token)
 
@@ -154,11 +157,11 @@ async def opened(backend: str, tmp_path: Path) -> Any:
 async def test_delete_namespace_removes_every_row_and_keeps_others(
     backend: str, opened: Any
 ) -> None:
-    store, token = opened
+    store, location = opened
     gone = await populate(store, f"{GONE}-user", GONE)
     kept = await populate(store, f"{KEPT}-user", KEPT)
 
-    before = await dump_tables(backend, store, token)
+    before = await dump_tables(backend, location)
     bookkeeping = BOOKKEEPING[backend]
     data_tables = sorted(set(before) - set(bookkeeping))
     assert data_tables, "no tables found"
@@ -180,7 +183,7 @@ async def test_delete_namespace_removes_every_row_and_keeps_others(
         "skill_states": 2,  # the session and its fork (loaded skills are copied)
     }
 
-    after = await dump_tables(backend, store, token)
+    after = await dump_tables(backend, location)
     assert set(after) == set(before)
     for table in sorted(after):
         rows = after[table]
@@ -197,7 +200,7 @@ async def test_delete_namespace_removes_every_row_and_keeps_others(
     if backend == "sqlite":
         import sqlite3
 
-        conn = sqlite3.connect(store._path)  # type: ignore[attr-defined]
+        conn = sqlite3.connect(location)
         try:
             # no index row or statistic of the deleted namespace is left (its words appear in
             # the collection name and in the keys)
@@ -224,36 +227,29 @@ async def test_delete_namespace_removes_every_row_and_keeps_others(
     assert await gone.delete_namespace() == dict.fromkeys(counts, 0)
 
 
-async def test_delete_namespace_is_one_transaction(store: Store) -> None:
-    """A failure midway deletes nothing (the store's transaction rolls back)."""
+async def test_delete_namespace_is_one_transaction(backend: str, opened: Any) -> None:
+    """A failure after every row of the namespace was deleted, before the commit, leaves every
+    table exactly as it was: the deletion is one transaction and rolls back whole."""
+    store, location = opened
     m = await populate(store, f"{GONE}-user", GONE)
-    sessions = await m.list()
-    key = SessionKey(namespace=f"{GONE}-user", session_id=sessions[0].id)
-    history_before = await store.all_messages(key)
-    stats_before = await store.stats()
+    before = await dump_tables(backend, location)
+    assert any(_mentions(r, GONE) for r in before["messages"])
 
-    if hasattr(store, "_delete_namespace_rows"):  # SQLite: fail after the first deletes
+    def boom() -> None:
+        raise RuntimeError("injected failure")
 
-        def boom(conn: Any, ns: str) -> dict[str, int]:
-            conn.execute("DELETE FROM blocks WHERE namespace = ?", (ns,))
-            conn.execute("SELECT no_such_function()")
-            return {}
-
-        store._delete_namespace_rows = boom  # type: ignore[attr-defined]
-    else:  # PostgreSQL: a trigger makes the last DELETE fail after the others ran
-        async with store._pool.connection() as conn:  # type: ignore[attr-defined]
-            await conn.execute(
-                "CREATE FUNCTION fail_delete() RETURNS trigger LANGUAGE plpgsql AS "
-                "$$ BEGIN RAISE EXCEPTION 'injected failure'; END $$"
-            )
-            await conn.execute(
-                "CREATE TRIGGER fail_delete BEFORE DELETE ON skill_states "
-                "FOR EACH ROW EXECUTE FUNCTION fail_delete()"
-            )
-    with pytest.raises(Exception, match=r"no_such_function|injected failure"):
+    with (
+        failpoints.armed("delete_namespace.after_delete", boom),
+        pytest.raises(RuntimeError, match="injected failure"),
+    ):
         await m.delete_namespace()
-    assert await store.stats() == stats_before
-    assert await store.all_messages(key) == history_before
+    assert await dump_tables(backend, location) == before
+
+    # the store is unharmed: the same deletion then goes through
+    counts = await m.delete_namespace()
+    assert counts["messages"] == 6 and counts["sessions"] == 2
+    after = await dump_tables(backend, location)
+    assert not any(_mentions(r, GONE) for r in after["messages"])
 
 
 async def test_delete_namespace_validates_the_name(store: Store) -> None:

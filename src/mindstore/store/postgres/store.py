@@ -49,42 +49,31 @@ message or entry they index, and reads candidates from them. Semantic search is
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
+from functools import partial
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Literal, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
 from mindstore.embeddings import Embedder
 from mindstore.errors import (
-    CompactionError,
-    ConflictError,
     InvalidKeyError,
     MindstoreError,
-    SessionNotFoundError,
     StoreError,
 )
-from mindstore.lexical import bm25
-from mindstore.lexical.collections import entry_collection, message_collection
-from mindstore.lexical.snippet import SnippetQuery, make_snippet
-from mindstore.search import ParsedQuery, SearchResult, search_result
+from mindstore.search import ParsedQuery, SearchResult
 from mindstore.store import _rules
 from mindstore.store._checks import (
-    CREATE_FIELDS,
     check_choice,
     check_entry_key,
-    check_expiry,
     check_id,
     check_int,
     check_key,
     check_name,
-    check_query,
     check_scope,
     check_session_fields,
     check_text,
-    not_found,
-    prefix_upper_bound,
 )
 from mindstore.store._vectors import VectorMethods, check_embedder
 from mindstore.store.base import (
@@ -102,8 +91,8 @@ from mindstore.store.base import (
     TokenEstimate,
     _Sentinel,
 )
-from mindstore.store.postgres import _messages, lexical
-from mindstore.store.postgres._common import FORGET_ESTIMATE_SQL, lock_session
+from mindstore.store.postgres import _entries, _messages, _registry, _search, _state
+from mindstore.store.postgres._common import lock_session
 from mindstore.store.postgres._connection import (
     DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT,
     DEFAULT_LOCK_TIMEOUT,
@@ -130,60 +119,6 @@ T = TypeVar("T")
 
 
 # ---- SQL ---------------------------------------------------------------------------------------
-_SESSION_COLS = (
-    "session_id, name, parent_session_id, model, source, metadata, input_tokens, "
-    "output_tokens, estimated_cost, end_reason, created_at, updated_at, message_count"
-)
-
-_COMPACTION_COLS = "id, from_id, to_id, summary, created_at, superseded_by, reverted"
-
-
-# used by the other domains' writes
-_FORGET_ESTIMATE_SQL = FORGET_ESTIMATE_SQL
-
-_ENTRY_COLUMNS: Final = "key, content, description, updated_at, data, created_at, expires_at"
-
-
-def _entry(row: Sequence[Any]) -> Entry:
-    return Entry(
-        key=row[0],
-        content=row[1],
-        description=row[2],
-        updated_at=row[3],
-        data=row[4],
-        created_at=row[3] if row[5] is None else row[5],
-        expires_at=row[6],
-    )
-
-
-def _session_info(row: Sequence[Any]) -> SessionInfo:
-    return SessionInfo(
-        id=row[0],
-        name=row[1],
-        parent_session_id=row[2],
-        model=row[3],
-        source=row[4],
-        metadata=json.loads(row[5]) if row[5] is not None else None,
-        input_tokens=row[6],
-        output_tokens=row[7],
-        estimated_cost=row[8],
-        end_reason=row[9],
-        created_at=row[10],
-        updated_at=row[11],
-        message_count=row[12],
-    )
-
-
-def _compaction(row: Sequence[Any]) -> Compaction:
-    return Compaction(
-        id=row[0],
-        from_message_id=row[1],
-        to_message_id=row[2],
-        summary=row[3],
-        created_at=row[4],
-        superseded_by=row[5],
-        reverted=bool(row[6]),
-    )
 
 
 class PostgresStore(VectorMethods):
@@ -521,63 +456,14 @@ class PostgresStore(VectorMethods):
         session_ids: Sequence[str] | None = None,
         limit: int = 20,
     ) -> list[SearchResult]:
-        """See :meth:`mindstore.store.base.Store.search` and :mod:`.fts`."""
-        check_name(namespace, "namespace")
-        check_query(query)
-        check_int(limit, "limit")
-        if session_ids is not None:
-            if isinstance(session_ids, str):
-                raise TypeError("session_ids must be a sequence of session ids, not a string")
-            session_ids = [check_name(s, "session id") for s in session_ids]
-            if not session_ids:
-                return []
-        if query.empty or limit <= 0:
+        """See :meth:`mindstore.store.base.Store.search`."""
+        ids = _rules.check_search(namespace, query, session_ids, limit)
+        if ids == [] or query.empty or limit <= 0:
             return []
-        coll = message_collection(namespace)
-        snip = SnippetQuery.from_query(query)
-
-        async def run(conn: Conn) -> list[SearchResult]:
-            sids: set[int] | None = None
-            if session_ids is not None:
-                cur = await conn.execute(
-                    "SELECT sid FROM sessions WHERE namespace = %s AND session_id = ANY(%s)",
-                    (namespace, session_ids),
-                )
-                sids = {r[0] for r in await cur.fetchall()}
-                if not sids:
-                    return []
-            ranked = await lexical.candidates(conn, coll, query, sids, sessions=True, limit=limit)
-            out: list[SearchResult] = []
-            for chunk in _chunks(ranked, limit):
-                cur = await conn.execute(
-                    "SELECT seq, session_id, id, role, text, tool_text, created_at "
-                    "FROM message_search WHERE seq = ANY(%s)",
-                    ([c[1] for c in chunk],),
-                )
-                rows = {r[0]: r for r in await cur.fetchall()}
-                for score, seq, _ in chunk:
-                    r = rows.get(seq)
-                    if r is None:
-                        continue
-                    fields = (r[4], r[5])
-                    if query.phrases and not bm25.passes_phrases(query, fields):
-                        continue
-                    out.append(
-                        search_result(
-                            r[1],
-                            r[2],
-                            r[3],
-                            r[4] or r[5] or "",
-                            make_snippet(snip, fields),
-                            score,
-                            r[6],
-                        )
-                    )
-                    if len(out) >= limit:
-                        return out
-            return out
-
-        return await self._read_snapshot(run)
+        run = partial(
+            _search.search, namespace=namespace, query=query, session_ids=ids, limit=limit
+        )
+        return await self._read_snapshot(run)  # one snapshot: probe, ranking, rows
 
     # ---- compaction overlays -----------------------------------------------------------------
     async def add_compaction(
@@ -589,252 +475,55 @@ class PostgresStore(VectorMethods):
         to_id: str,
         supersedes: Sequence[int] = (),
     ) -> Compaction:
-        check_key(key)
-        check_text(summary, "summary")
-        check_id(from_id, "from_id")
-        check_id(to_id, "to_id")
-        sup = [check_int(c, "supersedes") for c in supersedes]
-
-        async def run(conn: Conn) -> Compaction:
-            sid = await self._lock_session(conn, key)
-            found: set[str] = set()
-            if sid is not None:
-                cur = await conn.execute(
-                    "SELECT id FROM messages WHERE sid = %s AND id = ANY(%s)",
-                    (sid, [from_id, to_id]),
-                )
-                found = {r[0] for r in await cur.fetchall()}
-            for mid in (from_id, to_id):
-                if mid not in found:
-                    raise not_found(key, mid)
-            if sup:
-                cur = await conn.execute(
-                    "SELECT id FROM compactions WHERE sid = %s AND id = ANY(%s)", (sid, sup)
-                )
-                known = {r[0] for r in await cur.fetchall()}
-                unknown = [c for c in sup if c not in known]
-                if unknown:
-                    raise CompactionError(
-                        f"cannot supersede compaction {unknown[0]}: not a compaction of "
-                        f"session {key.session_id!r}"
-                    )
-            cur = await conn.execute(
-                "INSERT INTO compactions (sid, from_id, to_id, summary) VALUES (%s, %s, %s, %s) "
-                f"RETURNING {_COMPACTION_COLS}",
-                (sid, from_id, to_id, summary),
-            )
-            row = await cur.fetchone()
-            assert row is not None
-            if sup:
-                await conn.execute(
-                    "UPDATE compactions SET superseded_by = %s WHERE id = ANY(%s)", (row[0], sup)
-                )
-            await conn.execute(_FORGET_ESTIMATE_SQL, (key.namespace, key.session_id))
-            return _compaction(row)
-
-        return await self._write(run)
+        new = _rules.check_compaction(key, summary, from_id, to_id, supersedes)
+        return await self._write(_state.add_compaction, key, new)
 
     async def get_compactions(self, key: SessionKey) -> list[Compaction]:
-        check_key(key)
-        rows = await self._fetchall(
-            f"SELECT {_COMPACTION_COLS} FROM compactions WHERE sid = "
-            "(SELECT sid FROM sessions WHERE namespace = %s AND session_id = %s) ORDER BY id",
-            (key.namespace, key.session_id),
-        )
-        return [_compaction(r) for r in rows]
+        return await self._read(_state.get_compactions, check_key(key))
 
     async def revert_compaction(self, key: SessionKey, compaction_id: int) -> Compaction:
         check_key(key)
         check_int(compaction_id, "compaction_id")
-
-        async def run(conn: Conn) -> Compaction:
-            cur = await conn.execute(
-                "UPDATE compactions c SET reverted = true FROM sessions s "
-                "WHERE s.sid = c.sid AND s.namespace = %s AND s.session_id = %s AND c.id = %s "
-                "RETURNING c.id, c.from_id, c.to_id, c.summary, c.created_at, c.superseded_by, "
-                "c.reverted",
-                (key.namespace, key.session_id, compaction_id),
-            )
-            row = await cur.fetchone()
-            if row is None:
-                raise CompactionError(
-                    f"no compaction {compaction_id} in session {key.session_id!r}"
-                )
-            await conn.execute(
-                "UPDATE compactions SET superseded_by = NULL WHERE superseded_by = %s",
-                (compaction_id,),
-            )
-            await conn.execute(_FORGET_ESTIMATE_SQL, (key.namespace, key.session_id))
-            return _compaction(row)
-
-        return await self._write(run)
+        return await self._write(_state.revert_compaction, key, compaction_id)
 
     # ---- context blocks ----------------------------------------------------------------------
     async def get_block(self, key: ScopeKey) -> str | None:
-        k = check_scope(key)
-        row = await self._fetchone(
-            "SELECT content FROM blocks WHERE namespace = %s AND scope = %s AND label = %s", k
-        )
-        return None if row is None else str(row[0])
+        return await self._read(_state.get_block, check_scope(key))
 
     async def set_block(self, key: ScopeKey, content: str) -> None:
         k = check_scope(key)
-        check_text(content, "content")
-
-        async def run(conn: Conn) -> None:
-            await conn.execute(
-                "INSERT INTO blocks (namespace, scope, label, content) VALUES (%s, %s, %s, %s) "
-                "ON CONFLICT (namespace, scope, label) DO UPDATE SET "
-                "content = excluded.content, updated_at = clock_timestamp()",
-                (*k, content),
-            )
-
-        await self._write(run)
+        await self._write(_state.set_block, k, check_text(content, "content"))
 
     async def update_block(self, key: ScopeKey, fn: Callable[[str], str]) -> str:
-        """See :meth:`mindstore.store.base.Store.update_block`: ``fn`` runs while this
-        transaction holds the block's row lock, so concurrent updates from any process
-        serialise and none is lost."""
         k = check_scope(key)
-        if not callable(fn):
-            raise TypeError("fn must be a callable taking the current content")
-
-        async def run(conn: Conn) -> str:
-            cur = await conn.execute(
-                "INSERT INTO blocks (namespace, scope, label, content) VALUES (%s, %s, %s, '') "
-                "ON CONFLICT (namespace, scope, label) DO NOTHING RETURNING true",
-                k,
-            )
-            created = await cur.fetchone() is not None
-            cur = await conn.execute(
-                "SELECT content FROM blocks WHERE namespace = %s AND scope = %s AND label = %s "
-                "FOR UPDATE",
-                k,
-            )
-            row = await cur.fetchone()
-            assert row is not None
-            new = fn("" if created else row[0])
-            check_text(new, "the block update function's result")
-            await conn.execute(
-                "UPDATE blocks SET content = %s, updated_at = clock_timestamp() "
-                "WHERE namespace = %s AND scope = %s AND label = %s",
-                (new, *k),
-            )
-            return new
-
-        return await self._write(run)
+        return await self._write(_state.update_block, k, _rules.check_block_function(fn))
 
     async def delete_block(self, key: ScopeKey) -> None:
-        k = check_scope(key)
-
-        async def run(conn: Conn) -> None:
-            await conn.execute(
-                "DELETE FROM blocks WHERE namespace = %s AND scope = %s AND label = %s", k
-            )
-
-        await self._write(run)
+        await self._write(_state.delete_block, check_scope(key))
 
     async def list_blocks(
         self, namespace: str, session_id: str | None
     ) -> list[tuple[ScopeKey, str]]:
-        check_name(namespace, "namespace")
-        if session_id is not None:
-            check_name(session_id, "session_id")
-        rows = await self._fetchall(
-            "SELECT scope, label, content FROM blocks WHERE namespace = %s AND scope IN (%s, '')"
-            " ORDER BY scope = '', label",
-            (namespace, session_id or ""),
-        )
-        return [
-            (ScopeKey(namespace=namespace, session_id=scope or None, label=label), content)
-            for scope, label, content in rows
-        ]
+        _rules.check_block_listing(namespace, session_id)
+        return await self._read(_state.list_blocks, namespace, session_id)
 
     # ---- frozen system prompt ----------------------------------------------------------------
     async def get_prompt(self, key: SessionKey) -> str | None:
-        check_key(key)
-        row = await self._fetchone(
-            "SELECT prompt FROM prompts WHERE namespace = %s AND session_id = %s",
-            (key.namespace, key.session_id),
-        )
-        return None if row is None else str(row[0])
+        return await self._read(_state.get_prompt, check_key(key))
 
     async def put_prompt(self, key: SessionKey, prompt: str, *, overwrite: bool) -> str:
         check_key(key)
-        check_text(prompt, "prompt")
-        on_conflict = (
-            "UPDATE SET prompt = excluded.prompt, updated_at = clock_timestamp()"
-            if overwrite
-            else "NOTHING"
-        )
-
-        async def run(conn: Conn) -> str:
-            await conn.execute(
-                "INSERT INTO prompts (namespace, session_id, prompt) VALUES (%s, %s, %s) "
-                f"ON CONFLICT (namespace, session_id) DO {on_conflict}",
-                (key.namespace, key.session_id, prompt),
-            )
-            # A new statement sees a concurrent first freeze that committed meanwhile.
-            cur = await conn.execute(
-                "SELECT prompt FROM prompts WHERE namespace = %s AND session_id = %s",
-                (key.namespace, key.session_id),
-            )
-            row = await cur.fetchone()
-            assert row is not None
-            return str(row[0])
-
-        return await self._write(run)
+        return await self._write(_state.put_prompt, key, check_text(prompt, "prompt"), overwrite)
 
     # ---- loaded skills -----------------------------------------------------------------------
     async def get_skill_states(self, key: SessionKey) -> list[SkillState]:
-        check_key(key)
-        rows = await self._fetchall(
-            "SELECT label, skill_key, loaded, unloaded_before_seq FROM skill_states "
-            "WHERE namespace = %s AND session_id = %s ORDER BY created_order",
-            (key.namespace, key.session_id),
-        )
-        return [
-            SkillState(label=r[0], key=r[1], loaded=bool(r[2]), unloaded_before_seq=r[3])
-            for r in rows
-        ]
+        return await self._read(_state.get_skill_states, check_key(key))
 
     async def set_skill_loaded(
         self, key: SessionKey, label: str, skill_key: str, loaded: bool
     ) -> bool:
-        check_key(key)
-        check_name(label, "label")
-        check_entry_key(skill_key)
-        if not isinstance(loaded, bool):
-            raise TypeError("loaded must be a bool")
-        k = (key.namespace, key.session_id, label, skill_key)
-
-        async def run(conn: Conn) -> bool:
-            if loaded:
-                # Inserted, or flipped from unloaded: True. Already loaded: no row, False.
-                cur = await conn.execute(
-                    "INSERT INTO skill_states (namespace, session_id, label, skill_key, loaded) "
-                    "VALUES (%s, %s, %s, %s, true) "
-                    "ON CONFLICT (namespace, session_id, label, skill_key) "
-                    "DO UPDATE SET loaded = true WHERE NOT skill_states.loaded RETURNING 1",
-                    k,
-                )
-            else:
-                cur = await conn.execute(
-                    "UPDATE skill_states SET loaded = false, unloaded_before_seq = "
-                    "(SELECT max(m.seq) FROM messages m JOIN sessions s ON s.sid = m.sid "
-                    "WHERE s.namespace = %s AND s.session_id = %s) "
-                    "WHERE namespace = %s AND session_id = %s AND label = %s AND skill_key = %s "
-                    "AND loaded RETURNING 1",
-                    (key.namespace, key.session_id, *k),
-                )
-                if await cur.fetchone() is None:
-                    return False
-                # the skill's earlier results now read back shorter: re-measure the path
-                await conn.execute(_FORGET_ESTIMATE_SQL, (key.namespace, key.session_id))
-                return True
-            return await cur.fetchone() is not None
-
-        return await self._write(run)
+        _rules.check_skill_state(key, label, skill_key, loaded)
+        return await self._write(_state.set_skill_loaded, key, label, skill_key, loaded)
 
     # ---- keyed entries -----------------------------------------------------------------------
     async def put_entry(
@@ -848,199 +537,52 @@ class PostgresStore(VectorMethods):
         expires_at: datetime | None = None,
     ) -> None:
         k = check_scope(key)
-        check_entry_key(entry_key)
-        check_text(content, "content")
-        if description is not None:
-            check_text(description, "description")
-        if data is not None:
-            check_text(data, "data")
-        check_expiry(expires_at)
-
-        async def run(conn: Conn) -> None:
-            # a rewritten entry gets a new id: ids order entries by their last write, which is
-            # how equal scores are ordered (most recently written first); its creation time is
-            # carried over (NULL in rows older than m006: their updated_at)
-            cur = await conn.execute(
-                "DELETE FROM entries WHERE namespace = %s AND scope = %s AND label = %s "
-                "AND key = %s RETURNING id, coalesce(created_at, updated_at)",
-                (*k, entry_key),
-            )
-            old = await cur.fetchone()
-            if old is not None:
-                await lexical.unindex(conn, entry_collection(*k), [old[0]])
-            cur = await conn.execute(
-                # One clock reading for both times: a new entry's created_at equals its
-                # updated_at exactly (two clock_timestamp() calls differ by microseconds).
-                "INSERT INTO entries (namespace, scope, label, key, content, description, "
-                "data, created_at, updated_at, expires_at) "
-                "SELECT %s, %s, %s, %s, %s, %s, %s, coalesce(%s, t.now), t.now, %s "
-                "FROM (SELECT clock_timestamp() AS now) t RETURNING id",
-                (*k, entry_key, content, description, data, old[1] if old else None, expires_at),
-            )
-            row = await cur.fetchone()
-            assert row is not None
-            await lexical.index_entry(conn, k, row[0], entry_key, content, description)
-
-        await self._write(run)
+        new = _rules.check_entry(entry_key, content, description, data, expires_at)
+        await self._write(_entries.put_entry, k, new)
 
     async def get_entry(self, key: ScopeKey, entry_key: str) -> Entry | None:
         found = await self.get_entries(key, [entry_key])
         return found[0] if found else None
 
     async def get_entries(self, key: ScopeKey, entry_keys: Sequence[str]) -> list[Entry]:
-        k = check_scope(key)
-        keys = [check_entry_key(e) for e in entry_keys]
-        if not keys:
-            return []
-        rows = await self._fetchall(
-            f"SELECT {_ENTRY_COLUMNS} FROM entries "
-            "WHERE namespace = %s AND scope = %s AND label = %s AND key = ANY(%s)",
-            (*k, keys),
-        )
-        found = {r[0]: _entry(r) for r in rows}
-        return [found[e] for e in dict.fromkeys(keys) if e in found]
+        k, keys = _rules.check_entry_lookup(key, entry_keys)
+        return await self._read(_entries.get_entries, k, keys) if keys else []
 
     async def list_entries(self, key: ScopeKey, *, limit: int | None = None) -> list[Entry]:
         k = check_scope(key)
         if limit is not None:
             check_int(limit, "limit")
-        rows = await self._fetchall(
-            f"SELECT {_ENTRY_COLUMNS} FROM entries "
-            "WHERE namespace = %s AND scope = %s AND label = %s "
-            "ORDER BY updated_at DESC, key DESC LIMIT %s",
-            (*k, None if limit is None else max(0, limit)),
-        )
-        return [_entry(r) for r in rows]
+        return await self._read(_entries.list_entries, k, limit)
 
     async def list_entry_labels(self, namespace: str, *, prefix: str = "") -> list[str]:
         check_name(namespace, "namespace")
         check_text(prefix, "prefix", InvalidKeyError)
-        # A loose index scan over the (namespace, scope, label COLLATE "C") index of m006: each
-        # step seeks the next distinct label, so the cost grows with the labels, not with their
-        # entries. Comparing in "C" (code-point) order makes [prefix, bound) exactly the labels
-        # that start with ``prefix`` whatever the database's collation.
-        bound = prefix_upper_bound(prefix)
-        below = "" if bound is None else ' AND label COLLATE "C" < %(hi)s'
-        rows = await self._fetchall(
-            "WITH RECURSIVE l(label) AS ("
-            ' SELECT (SELECT min(label COLLATE "C") FROM entries'
-            " WHERE namespace = %(ns)s AND scope = ''"
-            f' AND label COLLATE "C" >= %(lo)s{below})'
-            " UNION ALL"
-            ' SELECT (SELECT min(label COLLATE "C") FROM entries'
-            " WHERE namespace = %(ns)s AND scope = ''"
-            f' AND label COLLATE "C" > l.label{below}) FROM l WHERE l.label IS NOT NULL)'
-            " SELECT label FROM l WHERE label IS NOT NULL AND EXISTS ("
-            "SELECT 1 FROM entries e WHERE e.namespace = %(ns)s AND e.scope = '' "
-            "AND e.label = l.label AND (e.expires_at IS NULL OR e.expires_at > clock_timestamp()))",
-            {"ns": namespace, "lo": prefix, "hi": bound},
-        )
-        return [r[0] for r in rows]
+        return await self._read(_entries.list_entry_labels, namespace, prefix)
 
     async def set_entry_expiry(self, key: ScopeKey, expiries: Mapping[str, datetime | None]) -> int:
         k = check_scope(key)
-        rows = [(check_expiry(at), *k, check_entry_key(e)) for e, at in expiries.items()]
-        if not rows:
-            return 0
-
-        async def run(conn: Conn) -> int:
-            n = 0
-            for row in rows:
-                cur = await conn.execute(
-                    "UPDATE entries SET expires_at = %s "
-                    "WHERE namespace = %s AND scope = %s AND label = %s AND key = %s",
-                    row,
-                )
-                n += cur.rowcount
-            return n
-
-        return await self._write(run)
+        items = _rules.check_expiries(expiries)
+        return await self._write(_entries.set_entry_expiry, k, items) if items else 0
 
     async def delete_expired_entries(self, namespace: str | None = None) -> int:
         if namespace is not None:
             check_name(namespace, "namespace")
-
-        async def run(conn: Conn) -> int:
-            cur = await conn.execute(
-                "DELETE FROM entries WHERE expires_at IS NOT NULL "
-                "AND expires_at <= clock_timestamp() "
-                "AND (%(ns)s::text IS NULL OR namespace = %(ns)s::text) "
-                "RETURNING id, namespace, scope, label",
-                {"ns": namespace},
-            )
-            gone = await cur.fetchall()
-            for doc, ns, scope, label in gone:
-                await lexical.unindex(conn, entry_collection(ns, scope, label), [doc])
-            return len(gone)
-
-        return await self._write(run)
+        return await self._write(_entries.delete_expired_entries, namespace)
 
     async def count_entries(self, key: ScopeKey) -> int:
-        k = check_scope(key)
-        row = await self._fetchone(
-            "SELECT count(*) FROM entries WHERE namespace = %s AND scope = %s AND label = %s", k
-        )
-        assert row is not None
-        return int(row[0])
+        return await self._read(_entries.count_entries, check_scope(key))
 
     async def delete_entry(self, key: ScopeKey, entry_key: str) -> bool:
         k = check_scope(key)
-        check_entry_key(entry_key)
-
-        async def run(conn: Conn) -> bool:
-            cur = await conn.execute(
-                "DELETE FROM entries WHERE namespace = %s AND scope = %s AND label = %s "
-                "AND key = %s RETURNING id",
-                (*k, entry_key),
-            )
-            row = await cur.fetchone()
-            if row is None:
-                return False
-            await lexical.unindex(conn, entry_collection(*k), [row[0]])
-            return True
-
-        return await self._write(run)
+        return await self._write(_entries.delete_entry, k, check_entry_key(entry_key))
 
     async def search_entries(
         self, key: ScopeKey, query: ParsedQuery, *, limit: int = 10
     ) -> list[EntryHit]:
-        k = check_scope(key)
-        check_query(query)
-        check_int(limit, "limit")
+        k = _rules.check_entry_search(key, query, limit)
         if query.empty or limit <= 0:
             return []
-        coll = entry_collection(*k)
-        snip = SnippetQuery.from_query(query)
-
-        async def run(conn: Conn) -> list[EntryHit]:
-            ranked = await lexical.candidates(conn, coll, query, None, sessions=False, limit=limit)
-            out: list[EntryHit] = []
-            for chunk in _chunks(ranked, limit):
-                cur = await conn.execute(
-                    "SELECT id, key, content, description FROM entries WHERE id = ANY(%s)",
-                    ([c[1] for c in chunk],),
-                )
-                rows = {r[0]: r for r in await cur.fetchall()}
-                for score, doc, _ in chunk:
-                    r = rows.get(doc)
-                    if r is None:
-                        continue
-                    fields = (f"{r[1]}\n{r[2]}", r[3] or "")
-                    if query.phrases and not bm25.passes_phrases(query, fields):
-                        continue
-                    out.append(
-                        EntryHit(
-                            key=r[1],
-                            content=r[2],
-                            description=r[3],
-                            snippet=make_snippet(snip, (r[2], r[3] or "", r[1])),
-                            score=score,
-                        )
-                    )
-                    if len(out) >= limit:
-                        return out
-            return out
-
+        run = partial(_search.search_entries, k=k, query=query, limit=limit)
         return await self._read_snapshot(run)
 
     # ---- session registry --------------------------------------------------------------------
@@ -1054,239 +596,48 @@ class PostgresStore(VectorMethods):
         source: str | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> SessionInfo:
-        check_key(key)
-        meta = check_session_fields(
-            {
-                "name": name,
-                "parent_session_id": parent_session_id,
-                "model": model,
-                "source": source,
-                "metadata": metadata,
-            },
-            CREATE_FIELDS,
-        )["metadata"]
-
-        async def run(conn: Conn) -> SessionInfo:
-            cur = await conn.execute(
-                "INSERT INTO sessions (namespace, session_id, name, parent_session_id, model, "
-                "source, metadata) VALUES (%s, %s, %s, %s, %s, %s, %s) "
-                f"ON CONFLICT (namespace, session_id) DO NOTHING RETURNING {_SESSION_COLS}",
-                (key.namespace, key.session_id, name, parent_session_id, model, source, meta),
-            )
-            row = await cur.fetchone()
-            if row is None:
-                raise ConflictError(
-                    f"session {key.session_id!r} already exists in namespace {key.namespace!r}"
-                )
-            return _session_info(row)
-
-        return await self._write(run)
+        new = _rules.check_new_session(key, name, parent_session_id, model, source, metadata)
+        return await self._write(_registry.create_session, key, new)
 
     async def get_session(self, key: SessionKey) -> SessionInfo | None:
-        check_key(key)
-        row = await self._fetchone(
-            f"SELECT {_SESSION_COLS} FROM sessions WHERE namespace = %s AND session_id = %s",
-            (key.namespace, key.session_id),
-        )
-        return None if row is None else _session_info(row)
+        return await self._read(_registry.get_session, check_key(key))
 
     async def list_sessions(
         self, namespace: str, *, limit: int = 50, before: str | None = None
     ) -> list[SessionInfo]:
-        check_name(namespace, "namespace")
-        check_int(limit, "limit")
-        if before is not None:
-            check_name(before, "before")
+        _rules.check_session_listing(namespace, limit, before)
         if limit <= 0:
             return []
-        if before is None:
-            rows = await self._fetchall(
-                f"SELECT {_SESSION_COLS} FROM sessions WHERE namespace = %s "
-                "ORDER BY updated_at DESC, session_id DESC LIMIT %s",
-                (namespace, limit),
-            )
-        else:
-            rows = await self._fetchall(
-                f"SELECT {_SESSION_COLS} FROM sessions s WHERE namespace = %s "
-                "AND (updated_at, session_id) < (SELECT b.updated_at, b.session_id "
-                "FROM sessions b WHERE b.namespace = %s AND b.session_id = %s) "
-                "ORDER BY updated_at DESC, session_id DESC LIMIT %s",
-                (namespace, namespace, before, limit),
-            )
-        return [_session_info(r) for r in rows]
+        return await self._read(_registry.list_sessions, namespace, limit, before)
 
     async def update_session(self, key: SessionKey, **fields: Any) -> SessionInfo:
-        """Set ``name``, ``end_reason``, ``model``, ``source`` and/or ``metadata``; touch
-        updated_at. Unknown session → SessionNotFoundError; unknown field → TypeError."""
+        """See :meth:`mindstore.store.base.Store.update_session`."""
         check_key(key)
-        values = check_session_fields(fields)
-        sets = "".join(f"{f} = %s, " for f in values)  # field names from the allow-list only
-
-        async def run(conn: Conn) -> SessionInfo:
-            cur = await conn.execute(
-                f"UPDATE sessions SET {sets}updated_at = clock_timestamp() "
-                f"WHERE namespace = %s AND session_id = %s RETURNING {_SESSION_COLS}",
-                (*values.values(), key.namespace, key.session_id),
-            )
-            row = await cur.fetchone()
-            if row is None:
-                raise SessionNotFoundError(
-                    f"no session {key.session_id!r} in namespace {key.namespace!r}"
-                )
-            return _session_info(row)
-
-        return await self._write(run)
+        return await self._write(_registry.update_session, key, check_session_fields(fields))
 
     async def add_usage(
         self, key: SessionKey, input_tokens: int, output_tokens: int, cost: float
     ) -> SessionInfo:
         check_key(key)
-        check_int(input_tokens, "input_tokens")
-        check_int(output_tokens, "output_tokens")
-        if isinstance(cost, bool) or not isinstance(cost, int | float) or cost != cost:
-            raise TypeError("cost must be a number")
-
-        async def run(conn: Conn) -> SessionInfo:
-            cur = await conn.execute(
-                "INSERT INTO sessions (namespace, session_id, input_tokens, output_tokens, "
-                "estimated_cost) VALUES (%s, %s, %s, %s, %s) "
-                "ON CONFLICT (namespace, session_id) DO UPDATE SET "
-                "input_tokens = sessions.input_tokens + excluded.input_tokens, "
-                "output_tokens = sessions.output_tokens + excluded.output_tokens, "
-                "estimated_cost = sessions.estimated_cost + excluded.estimated_cost, "
-                f"updated_at = clock_timestamp() RETURNING {_SESSION_COLS}",
-                (key.namespace, key.session_id, input_tokens, output_tokens, float(cost)),
-            )
-            row = await cur.fetchone()
-            assert row is not None
-            return _session_info(row)
-
-        return await self._write(run)
+        usd = _rules.check_usage(input_tokens, output_tokens, cost)
+        return await self._write(_registry.add_usage, key, input_tokens, output_tokens, usd)
 
     async def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> int:
         """See :meth:`mindstore.store.base.Store.reindex`."""
-
-        async def run(conn: Conn) -> int:
-            return await lexical.rebuild(conn, progress)
-
-        return await self._write(run)
+        return await self._write(_registry.reindex, progress)
 
     async def delete_session(self, key: SessionKey) -> bool:
         check_key(key)
-        ns, sess = key.namespace, key.session_id
-
-        async def run(conn: Conn) -> bool:
-            sid = await self._clear_session(conn, key)
-            existed = sid is not None
-            for sql in (
-                "DELETE FROM blocks WHERE namespace = %s AND scope = %s",
-                "DELETE FROM prompts WHERE namespace = %s AND session_id = %s",
-            ):
-                cur = await conn.execute(sql, (ns, sess))
-                existed = existed or cur.rowcount > 0
-            cur = await conn.execute(
-                "DELETE FROM entries WHERE namespace = %s AND scope = %s RETURNING id, label",
-                (ns, sess),
-            )
-            gone = await cur.fetchall()
-            existed = existed or bool(gone)
-            for label in {r[1] for r in gone}:
-                docs = [r[0] for r in gone if r[1] == label]
-                await lexical.unindex(conn, entry_collection(ns, sess, label), docs)
-            if sid is not None:
-                await conn.execute("DELETE FROM sessions WHERE sid = %s", (sid,))
-            return existed
-
-        return await self._write(run)
+        return await self._write(_registry.delete_session, key, self._clear_session)
 
     async def delete_namespace(self, namespace: str) -> dict[str, int]:
-        """See :meth:`mindstore.store.base.Store.delete_namespace`.
-
-        One transaction: the namespace's registry rows are locked first (``FOR UPDATE``, in
-        ``sid`` order, the lock every append of a session takes), so an append in flight
-        either commits before the deletion or waits and then finds its session gone (it then
-        starts a new session). ``message_search`` rows go with their messages (cascade); they
-        are counted under ``messages``. Deleted rows stay on disk as dead tuples until
-        (auto)vacuum reclaims them.
-        """
+        """See :meth:`mindstore.store.base.Store.delete_namespace`."""
         check_name(namespace, "namespace")
-        sids = "SELECT sid FROM sessions WHERE namespace = %s"
-
-        async def run(conn: Conn) -> dict[str, int]:
-            await conn.execute(f"{sids} ORDER BY sid FOR UPDATE", (namespace,))
-            counts: dict[str, int] = {}
-            cur = await conn.execute(
-                "SELECT DISTINCT scope, label FROM entries WHERE namespace = %s", (namespace,)
-            )
-            colls = [message_collection(namespace)] + [
-                entry_collection(namespace, scope, label) for scope, label in await cur.fetchall()
-            ]
-            for table in ("search_terms", "search_stats"):  # the namespace's lexical index
-                await conn.execute(f"DELETE FROM {table} WHERE coll = ANY(%s)", (colls,))
-            # Every namespace-owned table, children first. A new table holding namespace
-            # data gets one line here (tests/contract/test_delete_namespace.py checks every
-            # table of the schema).
-            for name, sql in (
-                ("compactions", f"DELETE FROM compactions WHERE sid IN ({sids})"),
-                ("", "DELETE FROM message_search WHERE namespace = %s"),
-                ("messages", f"DELETE FROM messages WHERE sid IN ({sids})"),
-                ("sessions", "DELETE FROM sessions WHERE namespace = %s"),
-                ("blocks", "DELETE FROM blocks WHERE namespace = %s"),
-                ("entries", "DELETE FROM entries WHERE namespace = %s"),
-                ("prompts", "DELETE FROM prompts WHERE namespace = %s"),
-                ("skill_states", "DELETE FROM skill_states WHERE namespace = %s"),
-            ):
-                cur = await conn.execute(sql, (namespace,))
-                if name:
-                    counts[name] = cur.rowcount
-            return counts
-
-        return await self._write(run)
+        return await self._write(_registry.delete_namespace, namespace)
 
     async def stats(self) -> dict[str, int]:
-        """Row counts: namespaces, sessions, messages, compactions, blocks, entries, prompts,
-        skill_states, and ``schema_version``."""
-        tables = (
-            "sessions",
-            "messages",
-            "compactions",
-            "blocks",
-            "entries",
-            "prompts",
-            "skill_states",
-        )
-        counts = ", ".join(f"(SELECT count(*) FROM {t})" for t in tables)
-        row = await self._fetchone(
-            "SELECT (SELECT count(*) FROM (SELECT namespace FROM sessions UNION "
-            "SELECT namespace FROM blocks UNION SELECT namespace FROM entries) n), "
-            f"{counts}, (SELECT version FROM mindstore_schema)",
-            (),
-        )
-        assert row is not None
-        out = {"namespaces": int(row[0])}
-        for i, t in enumerate(tables):
-            out[t] = int(row[i + 1])
-        out["schema_version"] = int(row[-1])
-        return out
+        """See :meth:`mindstore.store.base.Store.stats`."""
+        return await self._read(_registry.stats)
 
     async def list_namespaces(self) -> list[str]:
-        # COLLATE "C": code-point order, the same as SQLite's BINARY comparison.
-        rows = await self._fetchall(
-            "SELECT n FROM (SELECT namespace AS n FROM sessions UNION SELECT namespace "
-            'FROM blocks UNION SELECT namespace FROM entries) u ORDER BY n COLLATE "C"',
-            (),
-        )
-        return [str(r[0]) for r in rows]
-
-
-# ---- helpers ---------------------------------------------------------------------------------
-def _chunks(
-    ranked: list[tuple[float, int, int]], limit: int
-) -> Iterator[list[tuple[float, int, int]]]:
-    """Ranked candidates in growing chunks (phrases may reject some)."""
-    size = max(limit, 8)
-    i = 0
-    while i < len(ranked):
-        yield ranked[i : i + size]
-        i += size
-        size *= 2
+        return await self._read(_registry.list_namespaces)

@@ -60,42 +60,31 @@ once per batch rather than once per message. Semantic search is :mod:`.vectors`.
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
 
 from mindstore.embeddings import Embedder
 from mindstore.errors import (
-    CompactionError,
-    ConflictError,
     InvalidKeyError,
-    SessionNotFoundError,
 )
-from mindstore.lexical import bm25
-from mindstore.lexical.collections import entry_collection, message_collection
-from mindstore.lexical.snippet import SnippetQuery, make_snippet
-from mindstore.search import ParsedQuery, SearchResult, index_text, search_result
+from mindstore.search import ParsedQuery, SearchResult
 from mindstore.store import _rules
 from mindstore.store._checks import (
-    CREATE_FIELDS,
     check_choice,
     check_entry_key,
-    check_expiry,
     check_id,
     check_int,
     check_key,
     check_name,
-    check_query,
     check_scope,
     check_session_fields,
     check_text,
-    prefix_upper_bound,
 )
 from mindstore.store._vectors import VectorMethods, check_embedder
 from mindstore.store.base import (
@@ -113,7 +102,7 @@ from mindstore.store.base import (
     TokenEstimate,
     _Sentinel,
 )
-from mindstore.store.sqlite import _messages, lexical
+from mindstore.store.sqlite import _entries, _messages, _registry, _search, _state
 from mindstore.store.sqlite._common import forget_estimate, session_sid
 from mindstore.store.sqlite._connection import SQLiteConnection
 from mindstore.store.sqlite.vectors import SQLiteVectors
@@ -125,84 +114,10 @@ def _now_us() -> int:
     return time.time_ns() // 1000
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_ENTRY_COLUMNS = "key, content, description, updated_us, data, created_us, expires_us"
-
-
-def _entry(row: Sequence[Any]) -> Entry:
-    updated = _dt(row[3])
-    return Entry(
-        key=row[0],
-        content=row[1],
-        description=row[2],
-        updated_at=updated,
-        data=row[4],
-        created_at=updated if row[5] is None else _dt(row[5]),
-        expires_at=None if row[6] is None else _dt(row[6]),
-    )
-
-
-def _us(at: datetime | None) -> int | None:
-    """Microseconds since the epoch of an aware datetime (naive ones are refused)."""
-    at = check_expiry(at)
-    return None if at is None else (at - _EPOCH) // timedelta(microseconds=1)
-
-
 def _dt(us: int) -> datetime:
     # Exact: the double nearest us/1e6 is within 0.25 µs of it for any date before 2200, and
     # fromtimestamp rounds to the nearest microsecond. ~30% faster than epoch + timedelta.
     return datetime.fromtimestamp(us / 1_000_000, UTC)
-
-
-def _chunks(
-    ranked: list[tuple[float, int, int]], limit: int
-) -> Iterator[list[tuple[float, int, int]]]:
-    """Ranked candidates in growing chunks (phrases may reject some)."""
-    size = max(limit, 8)
-    i = 0
-    while i < len(ranked):
-        yield ranked[i : i + size]
-        i += size
-        size *= 2
-
-
-_SESSION_COLS = (
-    "session_id, name, parent_session_id, model, source, metadata, input_tokens, "
-    "output_tokens, estimated_cost, end_reason, created_us, updated_us, message_count"
-)
-
-
-def _session_info(row: Sequence[Any]) -> SessionInfo:
-    return SessionInfo(
-        id=row[0],
-        name=row[1],
-        parent_session_id=row[2],
-        model=row[3],
-        source=row[4],
-        metadata=json.loads(row[5]) if row[5] is not None else None,
-        input_tokens=row[6],
-        output_tokens=row[7],
-        estimated_cost=row[8],
-        end_reason=row[9],
-        created_at=_dt(row[10]),
-        updated_at=_dt(row[11]),
-        message_count=row[12],
-    )
-
-
-def _compaction(row: Sequence[Any]) -> Compaction:
-    return Compaction(
-        id=row[0],
-        from_message_id=row[1],
-        to_message_id=row[2],
-        summary=row[3],
-        created_at=_dt(row[4]),
-        superseded_by=row[5],
-        reverted=bool(row[6]),
-    )
-
-
-_COMPACTION_COLS = "id, from_id, to_id, summary, created_us, superseded_by, reverted"
 
 
 # used by the other domains' writes
@@ -458,73 +373,13 @@ class SQLiteStore(VectorMethods):
         session_ids: Sequence[str] | None = None,
         limit: int = 20,
     ) -> list[SearchResult]:
-        """See :meth:`mindstore.store.base.Store.search` and the module docstring."""
-        check_name(namespace, "namespace")
-        check_query(query)
-        check_int(limit)
-        if session_ids is not None:
-            if isinstance(session_ids, str):
-                raise TypeError("session_ids must be a sequence of session ids, not a string")
-            session_ids = [check_name(s, "session id") for s in session_ids]
-            if not session_ids:
-                return []
-        if query.empty or limit <= 0:
+        """See :meth:`mindstore.store.base.Store.search`."""
+        ids = _rules.check_search(namespace, query, session_ids, limit)
+        if ids == [] or query.empty or limit <= 0:
             return []
-        coll = message_collection(namespace)
-        snip = SnippetQuery.from_query(query)
-        out: list[SearchResult] = []
-        with self._tx(write=False) as conn:
-            conn.execute("SAVEPOINT mindstore_read")  # one snapshot: probe, ranking, snippets
-            try:
-                sids: set[int] | None = None
-                if session_ids is not None:
-                    sids = {
-                        r[0]
-                        for r in conn.execute(
-                            "SELECT sid FROM sessions WHERE namespace = ? "
-                            "AND session_id IN (SELECT value FROM json_each(?))",
-                            (namespace, json.dumps(session_ids)),
-                        )
-                    }
-                    if not sids:
-                        return []
-                ranked = lexical.candidates(conn, coll, query, sids, sessions=True, limit=limit)
-                for chunk in _chunks(ranked, limit):
-                    rows = {
-                        r[0]: r
-                        for r in conn.execute(
-                            "SELECT m.seq, s.session_id, m.id, m.role, m.content, m.created_us "
-                            "FROM messages m JOIN sessions s ON s.sid = m.sid "
-                            "WHERE m.seq IN (SELECT value FROM json_each(?))",
-                            (json.dumps([c[1] for c in chunk]),),
-                        )
-                    }
-                    for score, seq, _ in chunk:
-                        r = rows.get(seq)
-                        if r is None:
-                            continue
-                        fields = index_text(json.loads(r[4]))
-                        if query.phrases and not bm25.passes_phrases(query, fields):
-                            continue
-                        out.append(
-                            search_result(
-                                r[1],
-                                r[2],
-                                r[3],
-                                fields[0] or fields[1],
-                                make_snippet(snip, fields),
-                                score,
-                                _dt(r[5]),
-                            )
-                        )
-                        if len(out) >= limit:
-                            break
-                    if len(out) >= limit:
-                        break
-            finally:
-                conn.execute("RELEASE mindstore_read")
-        return out
+        return self._read(_search.search, namespace, query, ids, limit)
 
+    # ---- compaction overlays -----------------------------------------------------------------
     async def add_compaction(
         self,
         key: SessionKey,
@@ -534,233 +389,55 @@ class SQLiteStore(VectorMethods):
         to_id: str,
         supersedes: Sequence[int] = (),
     ) -> Compaction:
-        check_key(key)
-        check_text(summary, "summary")
-        check_id(from_id, "from_id")
-        check_id(to_id, "to_id")
-        sup = list(supersedes)
-        for c in sup:
-            if isinstance(c, bool) or not isinstance(c, int):
-                raise TypeError("supersedes must be compaction ids (integers)")
-        with self._tx(write=True) as conn:
-            self._require_seq(conn, key, from_id)
-            self._require_seq(conn, key, to_id)
-            sid = self._sid(conn, key)
-            if sup:
-                known = {
-                    r[0]
-                    for r in conn.execute(
-                        "SELECT id FROM compactions WHERE sid = ? "
-                        "AND id IN (SELECT value FROM json_each(?))",
-                        (sid, json.dumps(sup)),
-                    )
-                }
-                unknown = [c for c in sup if c not in known]
-                if unknown:
-                    raise CompactionError(
-                        f"cannot supersede compaction {unknown[0]}: not a compaction of "
-                        f"session {key.session_id!r}"
-                    )
-            cid = conn.execute(
-                "INSERT INTO compactions (sid, from_id, to_id, summary, created_us) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (sid, from_id, to_id, summary, _now_us()),
-            ).lastrowid
-            if sup:
-                conn.execute(
-                    "UPDATE compactions SET superseded_by = ? "
-                    "WHERE id IN (SELECT value FROM json_each(?))",
-                    (cid, json.dumps(sup)),
-                )
-            _forget_estimate(conn, "sid = ?", sid)
-            row = conn.execute(
-                f"SELECT {_COMPACTION_COLS} FROM compactions WHERE id = ?", (cid,)
-            ).fetchone()
-        return _compaction(row)
+        new = _rules.check_compaction(key, summary, from_id, to_id, supersedes)
+        return self._write(_state.add_compaction, key, new)
 
     async def get_compactions(self, key: SessionKey) -> list[Compaction]:
-        check_key(key)
-        with self._tx(write=False) as conn:
-            rows = conn.execute(
-                f"SELECT {_COMPACTION_COLS} FROM compactions WHERE sid = "
-                "(SELECT sid FROM sessions WHERE namespace = ? AND session_id = ?) ORDER BY id",
-                (key.namespace, key.session_id),
-            ).fetchall()
-        return [_compaction(r) for r in rows]
+        return self._read(_state.get_compactions, check_key(key))
 
     async def revert_compaction(self, key: SessionKey, compaction_id: int) -> Compaction:
         check_key(key)
-        if isinstance(compaction_id, bool) or not isinstance(compaction_id, int):
-            raise TypeError("compaction_id must be an integer")
-        with self._tx(write=True) as conn:
-            sid = self._sid(conn, key)
-            row = conn.execute(
-                "SELECT id FROM compactions WHERE id = ? AND sid = ?", (compaction_id, sid)
-            ).fetchone()
-            if row is None:
-                raise CompactionError(
-                    f"no compaction {compaction_id} in session {key.session_id!r}"
-                )
-            conn.execute("UPDATE compactions SET reverted = 1 WHERE id = ?", (compaction_id,))
-            conn.execute(
-                "UPDATE compactions SET superseded_by = NULL WHERE superseded_by = ?",
-                (compaction_id,),
-            )
-            _forget_estimate(conn, "sid = ?", sid)
-            row = conn.execute(
-                f"SELECT {_COMPACTION_COLS} FROM compactions WHERE id = ?", (compaction_id,)
-            ).fetchone()
-        return _compaction(row)
+        check_int(compaction_id, "compaction_id")
+        return self._write(_state.revert_compaction, key, compaction_id)
 
     # ---- context blocks ----------------------------------------------------------------------
     async def get_block(self, key: ScopeKey) -> str | None:
-        ns, scope, label = check_scope(key)
-        with self._tx(write=False) as conn:
-            row = conn.execute(
-                "SELECT content FROM blocks WHERE namespace = ? AND scope = ? AND label = ?",
-                (ns, scope, label),
-            ).fetchone()
-        return None if row is None else str(row[0])
-
-    @staticmethod
-    def _put_block(conn: sqlite3.Connection, k: tuple[str, str, str], content: str) -> None:
-        conn.execute(
-            "INSERT INTO blocks (namespace, scope, label, content, updated_us) "
-            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (namespace, scope, label) "
-            "DO UPDATE SET content = excluded.content, updated_us = excluded.updated_us",
-            (*k, content, _now_us()),
-        )
+        return self._read(_state.get_block, check_scope(key))
 
     async def set_block(self, key: ScopeKey, content: str) -> None:
         k = check_scope(key)
-        check_text(content, "content")
-        with self._tx(write=True) as conn:
-            self._put_block(conn, k, content)
+        self._write(_state.set_block, k, check_text(content, "content"))
 
     async def update_block(self, key: ScopeKey, fn: Callable[[str], str]) -> str:
-        """See :meth:`mindstore.store.base.Store.update_block`: ``fn`` runs while this process
-        holds the database write lock, so concurrent updates from any process serialise."""
         k = check_scope(key)
-        if not callable(fn):
-            raise TypeError("fn must be a callable taking the current content")
-        with self._tx(write=True) as conn:
-            row = conn.execute(
-                "SELECT content FROM blocks WHERE namespace = ? AND scope = ? AND label = ?", k
-            ).fetchone()
-            new = fn("" if row is None else row[0])
-            check_text(new, "the block update function's result")
-            self._put_block(conn, k, new)
-        return new
+        return self._write(_state.update_block, k, _rules.check_block_function(fn))
 
     async def delete_block(self, key: ScopeKey) -> None:
-        k = check_scope(key)
-        with self._tx(write=True) as conn:
-            conn.execute("DELETE FROM blocks WHERE namespace = ? AND scope = ? AND label = ?", k)
+        self._write(_state.delete_block, check_scope(key))
 
     async def list_blocks(
         self, namespace: str, session_id: str | None
     ) -> list[tuple[ScopeKey, str]]:
-        check_name(namespace, "namespace")
-        if session_id is not None:
-            check_name(session_id, "session_id")
-        with self._tx(write=False) as conn:
-            rows = conn.execute(
-                "SELECT scope, label, content FROM blocks WHERE namespace = ? AND scope IN (?, '')"
-                " ORDER BY scope = '', label",
-                (namespace, session_id or ""),
-            ).fetchall()
-        return [
-            (ScopeKey(namespace=namespace, session_id=scope or None, label=label), content)
-            for scope, label, content in rows
-        ]
+        _rules.check_block_listing(namespace, session_id)
+        return self._read(_state.list_blocks, namespace, session_id)
 
     # ---- frozen system prompt ----------------------------------------------------------------
     async def get_prompt(self, key: SessionKey) -> str | None:
-        check_key(key)
-        with self._tx(write=False) as conn:
-            row = conn.execute(
-                "SELECT prompt FROM prompts WHERE namespace = ? AND session_id = ?",
-                (key.namespace, key.session_id),
-            ).fetchone()
-        return None if row is None else str(row[0])
+        return self._read(_state.get_prompt, check_key(key))
 
     async def put_prompt(self, key: SessionKey, prompt: str, *, overwrite: bool) -> str:
         check_key(key)
-        check_text(prompt, "prompt")
-        with self._tx(write=True) as conn:
-            conn.execute(
-                "INSERT INTO prompts (namespace, session_id, prompt, updated_us) "
-                "VALUES (?, ?, ?, ?) ON CONFLICT (namespace, session_id) DO "
-                + (
-                    "UPDATE SET prompt = excluded.prompt, updated_us = excluded.updated_us"
-                    if overwrite
-                    else "NOTHING"
-                ),
-                (key.namespace, key.session_id, prompt, _now_us()),
-            )
-            row = conn.execute(
-                "SELECT prompt FROM prompts WHERE namespace = ? AND session_id = ?",
-                (key.namespace, key.session_id),
-            ).fetchone()
-        return str(row[0])
+        return self._write(_state.put_prompt, key, check_text(prompt, "prompt"), overwrite)
 
     # ---- loaded skills -----------------------------------------------------------------------
     async def get_skill_states(self, key: SessionKey) -> list[SkillState]:
-        check_key(key)
-        with self._tx(write=False) as conn:
-            rows = conn.execute(
-                "SELECT label, skill_key, loaded, unloaded_before_seq FROM skill_states "
-                "WHERE namespace = ? AND session_id = ? ORDER BY rowid",
-                (key.namespace, key.session_id),
-            ).fetchall()
-        return [
-            SkillState(label=r[0], key=r[1], loaded=bool(r[2]), unloaded_before_seq=r[3])
-            for r in rows
-        ]
+        return self._read(_state.get_skill_states, check_key(key))
 
     async def set_skill_loaded(
         self, key: SessionKey, label: str, skill_key: str, loaded: bool
     ) -> bool:
-        check_key(key)
-        check_name(label, "label")
-        check_entry_key(skill_key)
-        if not isinstance(loaded, bool):
-            raise TypeError("loaded must be a bool")
-        k = (key.namespace, key.session_id, label, skill_key)
-        with self._tx(write=True) as conn:
-            row = conn.execute(
-                "SELECT loaded FROM skill_states WHERE namespace = ? AND session_id = ? "
-                "AND label = ? AND skill_key = ?",
-                k,
-            ).fetchone()
-            if (row is None and not loaded) or (row is not None and bool(row[0]) == loaded):
-                return False
-            before = None
-            if not loaded:
-                before = conn.execute(
-                    "SELECT max(m.seq) FROM messages m JOIN sessions s ON s.sid = m.sid "
-                    "WHERE s.namespace = ? AND s.session_id = ?",
-                    (key.namespace, key.session_id),
-                ).fetchone()[0]
-            conn.execute(
-                "INSERT INTO skill_states "
-                "(namespace, session_id, label, skill_key, loaded, unloaded_before_seq) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (namespace, session_id, label, skill_key) "
-                "DO UPDATE SET loaded = excluded.loaded, "
-                # A reload keeps the last unload's mark: results stored before that unload
-                # stay hidden; an unload moves the mark to the newest message.
-                "unloaded_before_seq = "
-                "coalesce(excluded.unloaded_before_seq, skill_states.unloaded_before_seq)",
-                (*k, int(loaded), before),
-            )
-            if not loaded:  # the skill's earlier results now read back shorter: re-measure
-                _forget_estimate(
-                    conn,
-                    "sid = (SELECT sid FROM sessions WHERE namespace = ? AND session_id = ?)",
-                    key.namespace,
-                    key.session_id,
-                )
-            return True
+        _rules.check_skill_state(key, label, skill_key, loaded)
+        return self._write(_state.set_skill_loaded, key, label, skill_key, loaded)
 
     # ---- keyed entries -----------------------------------------------------------------------
     async def put_entry(
@@ -774,211 +451,54 @@ class SQLiteStore(VectorMethods):
         expires_at: datetime | None = None,
     ) -> None:
         k = check_scope(key)
-        check_entry_key(entry_key)
-        check_text(content, "content")
-        if description is not None:
-            check_text(description, "description")
-        if data is not None:
-            check_text(data, "data")
-        expires = _us(expires_at)
-        with self._tx(write=True) as conn:
-            old = conn.execute(
-                "SELECT id, key, content, description, created_us, updated_us FROM entries "
-                "WHERE namespace = ? AND scope = ? AND label = ? AND key = ?",
-                (*k, entry_key),
-            ).fetchone()
-            now = _now_us()
-            if old is not None:
-                # a rewritten entry gets a new id: ids order entries by their last write,
-                # which is how equal scores are ordered (most recently written first); the
-                # creation time is carried over (NULL in rows older than m007: their updated_us)
-                lexical.unindex_entry(conn, *k, old[0])
-                conn.execute("DELETE FROM entries WHERE id = ?", (old[0],))
-                created = old[4] if old[4] is not None else old[5]
-            else:
-                created = now
-            rowid = conn.execute(
-                "INSERT INTO entries (namespace, scope, label, key, content, description, "
-                "updated_us, data, created_us, expires_us) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (*k, entry_key, content, description, now, data, created, expires),
-            ).lastrowid
-            assert rowid is not None
-            lexical.index_entry(conn, *k, rowid, entry_key, content, description)
-            lexical.flush(conn)
+        new = _rules.check_entry(entry_key, content, description, data, expires_at)
+        self._write(_entries.put_entry, k, new)
 
     async def get_entry(self, key: ScopeKey, entry_key: str) -> Entry | None:
         found = await self.get_entries(key, [entry_key])
         return found[0] if found else None
 
     async def get_entries(self, key: ScopeKey, entry_keys: Sequence[str]) -> list[Entry]:
-        k = check_scope(key)
-        keys = [check_entry_key(e) for e in entry_keys]
-        if not keys:
-            return []
-        found: dict[str, Entry] = {}
-        with self._tx(write=False) as conn:
-            for i in range(0, len(keys), 500):  # stay under SQLite's bound-parameter limit
-                chunk = keys[i : i + 500]
-                rows = conn.execute(
-                    f"SELECT {_ENTRY_COLUMNS} FROM entries "
-                    "WHERE namespace = ? AND scope = ? AND label = ? "
-                    f"AND key IN ({', '.join('?' * len(chunk))})",
-                    (*k, *chunk),
-                ).fetchall()
-                found.update((r[0], _entry(r)) for r in rows)
-        return [found[e] for e in dict.fromkeys(keys) if e in found]
+        k, keys = _rules.check_entry_lookup(key, entry_keys)
+        return self._read(_entries.get_entries, k, keys) if keys else []
 
     async def list_entries(self, key: ScopeKey, *, limit: int | None = None) -> list[Entry]:
         k = check_scope(key)
         if limit is not None:
-            check_int(limit)
-        with self._tx(write=False) as conn:
-            rows = conn.execute(
-                f"SELECT {_ENTRY_COLUMNS} FROM entries "
-                "WHERE namespace = ? AND scope = ? AND label = ? "
-                "ORDER BY updated_us DESC, id DESC LIMIT ?",
-                (*k, -1 if limit is None else max(0, limit)),
-            ).fetchall()
-        return [_entry(r) for r in rows]
+            check_int(limit, "limit")
+        return self._read(_entries.list_entries, k, limit)
 
     async def list_entry_labels(self, namespace: str, *, prefix: str = "") -> list[str]:
         check_name(namespace, "namespace")
         check_text(prefix, "prefix", InvalidKeyError)
-        # A loose index scan: each step seeks the next distinct label in the (namespace, scope,
-        # label, key) index, so the cost grows with the labels, not with their entries; the
-        # range [prefix, bound) is exactly the labels that start with ``prefix`` (BINARY order).
-        bound = prefix_upper_bound(prefix)
-        below = "" if bound is None else " AND label < :hi"
-        sql = (
-            "WITH RECURSIVE l(label) AS ("
-            " SELECT (SELECT min(label) FROM entries WHERE namespace = :ns AND scope = ''"
-            f" AND label >= :lo{below})"
-            " UNION ALL"
-            " SELECT (SELECT min(label) FROM entries WHERE namespace = :ns AND scope = ''"
-            f" AND label > l.label{below}) FROM l WHERE l.label IS NOT NULL)"
-            " SELECT label FROM l WHERE label IS NOT NULL AND EXISTS ("
-            "SELECT 1 FROM entries e WHERE e.namespace = :ns AND e.scope = '' "
-            "AND e.label = l.label AND (e.expires_us IS NULL OR e.expires_us > :now))"
-        )
-        with self._tx(write=False) as conn:
-            rows = conn.execute(
-                sql, {"ns": namespace, "lo": prefix, "hi": bound, "now": _now_us()}
-            ).fetchall()
-        return [r[0] for r in rows]
+        return self._read(_entries.list_entry_labels, namespace, prefix)
 
     async def set_entry_expiry(self, key: ScopeKey, expiries: Mapping[str, datetime | None]) -> int:
         k = check_scope(key)
-        rows = [(_us(at), *k, check_entry_key(e)) for e, at in expiries.items()]
-        if not rows:
-            return 0
-        with self._tx(write=True) as conn:
-            n = 0
-            for row in rows:
-                n += conn.execute(
-                    "UPDATE entries SET expires_us = ? "
-                    "WHERE namespace = ? AND scope = ? AND label = ? AND key = ?",
-                    row,
-                ).rowcount
-            return n
+        items = _rules.check_expiries(expiries)
+        return self._write(_entries.set_entry_expiry, k, items) if items else 0
 
     async def delete_expired_entries(self, namespace: str | None = None) -> int:
         if namespace is not None:
             check_name(namespace, "namespace")
-        with self._tx(write=True) as conn:
-            old = conn.execute(
-                "SELECT id, namespace, scope, label FROM entries "
-                "WHERE expires_us IS NOT NULL AND expires_us <= ? "
-                "AND (? IS NULL OR namespace = ?)",
-                (_now_us(), namespace, namespace),
-            ).fetchall()
-            for row in old:
-                lexical.unindex_entry(conn, row[1], row[2], row[3], row[0])
-                conn.execute("DELETE FROM entries WHERE id = ?", (row[0],))
-            return len(old)
+        return self._write(_entries.delete_expired_entries, namespace)
 
     async def count_entries(self, key: ScopeKey) -> int:
-        k = check_scope(key)
-        with self._tx(write=False) as conn:
-            return int(
-                conn.execute(
-                    "SELECT count(*) FROM entries WHERE namespace = ? AND scope = ? AND label = ?",
-                    k,
-                ).fetchone()[0]
-            )
+        return self._read(_entries.count_entries, check_scope(key))
 
     async def delete_entry(self, key: ScopeKey, entry_key: str) -> bool:
         k = check_scope(key)
-        check_entry_key(entry_key)
-        with self._tx(write=True) as conn:
-            old = conn.execute(
-                "SELECT id, key, content, description FROM entries "
-                "WHERE namespace = ? AND scope = ? AND label = ? AND key = ?",
-                (*k, entry_key),
-            ).fetchone()
-            if old is None:
-                return False
-            lexical.unindex_entry(conn, *k, old[0])
-            conn.execute("DELETE FROM entries WHERE id = ?", (old[0],))
-            return True
+        return self._write(_entries.delete_entry, k, check_entry_key(entry_key))
 
     async def search_entries(
         self, key: ScopeKey, query: ParsedQuery, *, limit: int = 10
     ) -> list[EntryHit]:
-        k = check_scope(key)
-        check_query(query)
-        check_int(limit)
+        k = _rules.check_entry_search(key, query, limit)
         if query.empty or limit <= 0:
             return []
-        coll = entry_collection(*k)
-        snip = SnippetQuery.from_query(query)
-        out: list[EntryHit] = []
-        with self._tx(write=False) as conn:
-            conn.execute("SAVEPOINT mindstore_read")  # one snapshot: probe, ranking, snippets
-            try:
-                ranked = lexical.candidates(conn, coll, query, None, sessions=False, limit=limit)
-                for chunk in _chunks(ranked, limit):
-                    rows = {
-                        r[0]: r
-                        for r in conn.execute(
-                            "SELECT id, key, content, description FROM entries "
-                            "WHERE id IN (SELECT value FROM json_each(?))",
-                            (json.dumps([c[1] for c in chunk]),),
-                        )
-                    }
-                    for score, doc, _ in chunk:
-                        r = rows.get(doc)
-                        if r is None:
-                            continue
-                        fields = (f"{r[1]}\n{r[2]}", r[3] or "")
-                        if query.phrases and not bm25.passes_phrases(query, fields):
-                            continue
-                        out.append(
-                            EntryHit(
-                                key=r[1],
-                                content=r[2],
-                                description=r[3],
-                                snippet=make_snippet(snip, (r[2], r[3] or "", r[1])),
-                                score=score,
-                            )
-                        )
-                        if len(out) >= limit:
-                            break
-                    if len(out) >= limit:
-                        break
-            finally:
-                conn.execute("RELEASE mindstore_read")
-        return out
+        return self._read(_search.search_entries, k, query, limit)
 
     # ---- session registry --------------------------------------------------------------------
-    @staticmethod
-    def _get_session(conn: sqlite3.Connection, key: SessionKey) -> SessionInfo | None:
-        row = conn.execute(
-            f"SELECT {_SESSION_COLS} FROM sessions WHERE namespace = ? AND session_id = ?",
-            (key.namespace, key.session_id),
-        ).fetchone()
-        return None if row is None else _session_info(row)
-
     async def create_session(
         self,
         key: SessionKey,
@@ -989,227 +509,48 @@ class SQLiteStore(VectorMethods):
         source: str | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> SessionInfo:
-        check_key(key)
-        meta = check_session_fields(
-            {
-                "name": name,
-                "parent_session_id": parent_session_id,
-                "model": model,
-                "source": source,
-                "metadata": metadata,
-            },
-            CREATE_FIELDS,
-        )["metadata"]
-        with self._tx(write=True) as conn:
-            if self._sid(conn, key) is not None:
-                raise ConflictError(
-                    f"session {key.session_id!r} already exists in namespace {key.namespace!r}"
-                )
-            now = _now_us()
-            conn.execute(
-                "INSERT INTO sessions (namespace, session_id, name, parent_session_id, model, "
-                "source, metadata, created_us, updated_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    key.namespace,
-                    key.session_id,
-                    name,
-                    parent_session_id,
-                    model,
-                    source,
-                    meta,
-                    now,
-                    now,
-                ),
-            )
-            info = self._get_session(conn, key)
-        assert info is not None
-        return info
+        new = _rules.check_new_session(key, name, parent_session_id, model, source, metadata)
+        return self._write(_registry.create_session, key, new)
 
     async def get_session(self, key: SessionKey) -> SessionInfo | None:
-        check_key(key)
-        with self._tx(write=False) as conn:
-            return self._get_session(conn, key)
+        return self._read(_registry.get_session, check_key(key))
 
     async def list_sessions(
         self, namespace: str, *, limit: int = 50, before: str | None = None
     ) -> list[SessionInfo]:
-        check_name(namespace, "namespace")
-        check_int(limit)
-        if before is not None:
-            check_name(before, "before")
+        _rules.check_session_listing(namespace, limit, before)
         if limit <= 0:
             return []
-        with self._tx(write=False) as conn:
-            if before is None:
-                rows = conn.execute(
-                    f"SELECT {_SESSION_COLS} FROM sessions WHERE namespace = ? "
-                    "ORDER BY updated_us DESC, session_id DESC LIMIT ?",
-                    (namespace, limit),
-                ).fetchall()
-            else:
-                cursor = conn.execute(
-                    "SELECT updated_us, session_id FROM sessions "
-                    "WHERE namespace = ? AND session_id = ?",
-                    (namespace, before),
-                ).fetchone()
-                if cursor is None:
-                    return []
-                rows = conn.execute(
-                    f"SELECT {_SESSION_COLS} FROM sessions WHERE namespace = ? "
-                    "AND (updated_us, session_id) < (?, ?) "
-                    "ORDER BY updated_us DESC, session_id DESC LIMIT ?",
-                    (namespace, cursor[0], cursor[1], limit),
-                ).fetchall()
-        return [_session_info(r) for r in rows]
+        return self._read(_registry.list_sessions, namespace, limit, before)
 
     async def update_session(self, key: SessionKey, **fields: Any) -> SessionInfo:
-        """Set ``name``, ``end_reason``, ``model``, ``source`` and/or ``metadata``; touch
-        updated_at. Unknown session → SessionNotFoundError; unknown field → TypeError."""
+        """See :meth:`mindstore.store.base.Store.update_session`."""
         check_key(key)
-        values = check_session_fields(fields)
-        with self._tx(write=True) as conn:
-            sid = self._sid(conn, key)
-            if sid is None:
-                raise SessionNotFoundError(
-                    f"no session {key.session_id!r} in namespace {key.namespace!r}"
-                )
-            sets = "".join(f"{f} = ?, " for f in values)
-            conn.execute(
-                f"UPDATE sessions SET {sets}updated_us = ? WHERE sid = ?",
-                (*values.values(), _now_us(), sid),
-            )
-            info = self._get_session(conn, key)
-        assert info is not None
-        return info
+        return self._write(_registry.update_session, key, check_session_fields(fields))
 
     async def add_usage(
         self, key: SessionKey, input_tokens: int, output_tokens: int, cost: float
     ) -> SessionInfo:
         check_key(key)
-        for field, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{field} must be an integer")
-        if isinstance(cost, bool) or not isinstance(cost, int | float) or cost != cost:
-            raise TypeError("cost must be a number")
-        with self._tx(write=True) as conn:
-            now = _now_us()
-            conn.execute(
-                "INSERT INTO sessions (namespace, session_id, input_tokens, output_tokens, "
-                "estimated_cost, created_us, updated_us) VALUES (?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (namespace, session_id) DO UPDATE SET "
-                "input_tokens = input_tokens + excluded.input_tokens, "
-                "output_tokens = output_tokens + excluded.output_tokens, "
-                "estimated_cost = estimated_cost + excluded.estimated_cost, "
-                "updated_us = excluded.updated_us",
-                (key.namespace, key.session_id, input_tokens, output_tokens, float(cost), now, now),
-            )
-            info = self._get_session(conn, key)
-        assert info is not None
-        return info
+        usd = _rules.check_usage(input_tokens, output_tokens, cost)
+        return self._write(_registry.add_usage, key, input_tokens, output_tokens, usd)
 
     async def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> int:
         """See :meth:`mindstore.store.base.Store.reindex`."""
-        with self._tx(write=True) as conn:
-            return lexical.rebuild(conn, progress)
+        return self._write(_registry.reindex, progress)
 
     async def delete_session(self, key: SessionKey) -> bool:
         check_key(key)
-        with self._tx(write=True) as conn:
-            changes_before = conn.total_changes
-            sid = self._clear_session(conn, key)
-            ns, sess = key.namespace, key.session_id
-            conn.execute("DELETE FROM blocks WHERE namespace = ? AND scope = ?", (ns, sess))
-            conn.execute("DELETE FROM prompts WHERE namespace = ? AND session_id = ?", (ns, sess))
-            entries = conn.execute(
-                "SELECT id, label FROM entries WHERE namespace = ? AND scope = ?",
-                (ns, sess),
-            ).fetchall()
-            for doc, label in entries:
-                lexical.unindex_entry(conn, ns, sess, label, doc)
-            conn.execute("DELETE FROM entries WHERE namespace = ? AND scope = ?", (ns, sess))
-            existed = conn.total_changes != changes_before
-            if sid is not None:
-                conn.execute("DELETE FROM sessions WHERE sid = ?", (sid,))
-                existed = True
-            return existed
+        return self._write(_registry.delete_session, key, self._clear_session)
 
     async def delete_namespace(self, namespace: str) -> dict[str, int]:
-        """See :meth:`mindstore.store.base.Store.delete_namespace`.
-
-        One ``BEGIN IMMEDIATE`` transaction removes the rows (search rows through the FTS5
-        ``delete`` command first, so the indexes never name a missing row). FTS5 keeps deleted
-        terms in its index segments until they are merged, so when anything was deleted a
-        second transaction runs ``optimize`` on the four search indexes (a rewrite of each
-        index, proportional to its size): afterwards no word of the namespace remains in the
-        file's live pages. Free pages may still hold old bytes until ``VACUUM``.
-        """
+        """See :meth:`mindstore.store.base.Store.delete_namespace`."""
         check_name(namespace, "namespace")
-        with self._tx(write=True) as conn:
-            counts = self._delete_namespace_rows(conn, namespace)
-        return counts
-
-    def _delete_namespace_rows(self, conn: sqlite3.Connection, ns: str) -> dict[str, int]:
-        sids = "SELECT sid FROM sessions WHERE namespace = ?"
-        counts: dict[str, int] = {}
-        counts["messages"] = conn.execute(
-            f"SELECT count(*) FROM messages WHERE sid IN ({sids})", (ns,)
-        ).fetchone()[0]
-        colls = [message_collection(ns)] + [
-            entry_collection(ns, scope, label)
-            for scope, label in conn.execute(
-                "SELECT DISTINCT scope, label FROM entries WHERE namespace = ?", (ns,)
-            ).fetchall()
-        ]
-        for coll in colls:  # the namespace's lexical index (messages and entry blocks)
-            for table in ("search_terms", "search_pending", "search_stats"):
-                conn.execute(f"DELETE FROM {table} WHERE coll = ?", (coll,))
-        # Every namespace-owned table, children first. A new table holding namespace data
-        # gets one line here (tests/contract/test_delete_namespace.py checks every table).
-        for name, sql in (
-            ("compactions", f"DELETE FROM compactions WHERE sid IN ({sids})"),
-            ("", f"DELETE FROM messages WHERE sid IN ({sids})"),
-            ("sessions", "DELETE FROM sessions WHERE namespace = ?"),
-            ("blocks", "DELETE FROM blocks WHERE namespace = ?"),
-            ("entries", "DELETE FROM entries WHERE namespace = ?"),
-            ("prompts", "DELETE FROM prompts WHERE namespace = ?"),
-            ("skill_states", "DELETE FROM skill_states WHERE namespace = ?"),
-        ):
-            changed = conn.execute(sql, (ns,)).rowcount
-            if name:
-                counts[name] = changed
-        return counts
+        return self._write(_registry.delete_namespace, namespace)
 
     async def stats(self) -> dict[str, int]:
-        """Row counts: namespaces, sessions, messages, compactions, blocks, entries, prompts,
-        skill_states, and ``schema_version``."""
-        with self._tx(write=False) as conn:
-            conn.execute("SAVEPOINT mindstore_read")
-            try:
-                out = {
-                    "namespaces": conn.execute(
-                        "SELECT count(*) FROM (SELECT namespace FROM sessions UNION "
-                        "SELECT namespace FROM blocks UNION SELECT namespace FROM entries)"
-                    ).fetchone()[0],
-                }
-                for table in (
-                    "sessions",
-                    "messages",
-                    "compactions",
-                    "blocks",
-                    "entries",
-                    "prompts",
-                    "skill_states",
-                ):
-                    out[table] = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-                out["schema_version"] = conn.execute("PRAGMA user_version").fetchone()[0]
-            finally:
-                conn.execute("RELEASE mindstore_read")
-        return {k: int(v) for k, v in out.items()}
+        """See :meth:`mindstore.store.base.Store.stats`."""
+        return self._read(_registry.stats)
 
     async def list_namespaces(self) -> list[str]:
-        with self._tx(write=False) as conn:
-            rows = conn.execute(
-                "SELECT namespace FROM sessions UNION SELECT namespace FROM blocks "
-                "UNION SELECT namespace FROM entries ORDER BY 1"
-            ).fetchall()
-        return [str(r[0]) for r in rows]
+        return self._read(_registry.list_namespaces)
