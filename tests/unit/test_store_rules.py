@@ -85,7 +85,16 @@ def test_argument_checks() -> None:
     with pytest.raises(TypeError, match="max_bytes must be an integer"):
         _rules.check_window(10, 1.5, 1)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="margin must be an integer"):
-        _rules.check_token_estimate("m", 1, 0, None, "x")  # type: ignore[arg-type]
+        _rules.token_estimate_params(KEY, "m", 1, 0, None, "x")  # type: ignore[arg-type]
+    assert _rules.token_estimate_params(KEY, "m", 5, 2, None, 3) == (
+        "m",
+        5,
+        None,
+        3,
+        KEY.namespace,
+        KEY.session_id,
+        2,
+    )
     assert _rules.delete_ids(["a", "b", "a"]) == ["a", "b"]
     assert _rules.message_ids(["a", "a"]) == ["a", "a"]
     for ids in (_rules.delete_ids, _rules.message_ids):

@@ -208,16 +208,24 @@ def check_window(max_tokens: int | None, max_bytes: int | None, min_messages: in
     check_int(min_messages, "min_messages")
 
 
-def check_token_estimate(
-    leaf_id: str, tokens: int, version: int, floor: int | None, margin: int | None
-) -> None:
-    """The arguments of ``set_token_estimate``."""
+def token_estimate_params(
+    key: SessionKey,
+    leaf_id: str,
+    tokens: int,
+    version: int,
+    floor: int | None,
+    margin: int | None,
+) -> tuple[Any, ...]:
+    """The checked arguments of ``set_token_estimate``, as the parameters of its statement
+    (the same order on every backend): leaf id, tokens, floor, margin, namespace, session id,
+    expected version."""
     check_id(leaf_id, "leaf_id")
     check_int(tokens, "tokens")
     check_int(version, "version")
     for name, opt in (("floor", floor), ("margin", margin)):
         if opt is not None:
             check_int(opt, name)
+    return (leaf_id, tokens, floor, margin, key.namespace, key.session_id, version)
 
 
 def check_expected_leaf(key: SessionKey, expected: str | None, current: str | None) -> None:

@@ -406,20 +406,13 @@ async def token_estimate(conn: Conn, key: SessionKey) -> TokenEstimate | None:
     )
 
 
-async def set_token_estimate(
-    conn: Conn,
-    key: SessionKey,
-    leaf_id: str,
-    tokens: int,
-    version: int,
-    floor: int | None,
-    margin: int | None,
-) -> bool:
+async def set_token_estimate(conn: Conn, params: tuple[Any, ...]) -> bool:
+    """``params``: :func:`mindstore.store._rules.token_estimate_params`."""
     cur = await conn.execute(
         "UPDATE sessions SET est_seq = (SELECT seq FROM messages "
         "WHERE sid = sessions.sid AND id = %s), est_tokens = %s, compact_floor = %s, "
         "compact_margin = %s WHERE namespace = %s AND session_id = %s AND est_gen = %s",
-        (leaf_id, tokens, floor, margin, key.namespace, key.session_id, version),
+        params,
     )
     return cur.rowcount == 1
 

@@ -51,48 +51,25 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime
-from functools import partial
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
 from mindstore.embeddings import Embedder
 from mindstore.errors import (
-    InvalidKeyError,
     MindstoreError,
     StoreError,
 )
-from mindstore.search import ParsedQuery, SearchResult
-from mindstore.store import _rules
 from mindstore.store._checks import (
     check_choice,
-    check_entry_key,
-    check_id,
-    check_int,
     check_key,
     check_name,
-    check_scope,
-    check_session_fields,
-    check_text,
 )
+from mindstore.store._front import Domains, StoreFront
 from mindstore.store._vectors import VectorMethods, check_embedder
 from mindstore.store.base import (
-    UNSET,
-    Compaction,
-    Entry,
-    EntryHit,
-    NewMessage,
-    PathWindow,
-    ScopeKey,
-    SessionInfo,
     SessionKey,
-    SkillState,
-    StoredMessage,
-    TokenEstimate,
     _Sentinel,
 )
 from mindstore.store.postgres import _entries, _messages, _registry, _search, _state
-from mindstore.store.postgres._common import lock_session
 from mindstore.store.postgres._connection import (
     DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT,
     DEFAULT_LOCK_TIMEOUT,
@@ -121,7 +98,7 @@ T = TypeVar("T")
 # ---- SQL ---------------------------------------------------------------------------------------
 
 
-class PostgresStore(VectorMethods):
+class PostgresStore(StoreFront, VectorMethods):
     """The PostgreSQL backend of the :class:`~mindstore.store.base.Store` protocol.
 
     Create with :meth:`open` (it migrates and opens the pool); close with :meth:`aclose` or use
@@ -261,14 +238,6 @@ class PostgresStore(VectorMethods):
     async def __aenter__(self) -> Self:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
     async def aclose(self) -> None:
         """Close the pool. Idempotent; later calls raise StoreError.
 
@@ -290,9 +259,13 @@ class PostgresStore(VectorMethods):
         """Run ``fn(conn, *args)`` as a read; see :meth:`.PostgresConnection.read`."""
         return await self._db.read(fn, *args)
 
-    async def _read_snapshot(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
-        """Run several reads in one repeatable-read, read-only transaction (one snapshot)."""
-        return await self._db.read_snapshot(fn)
+    async def _read_snapshot(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """Run ``fn(conn, *args)``, several reads, in one repeatable-read, read-only
+        transaction (one snapshot); see :meth:`.PostgresConnection.read_snapshot`."""
+        async def run(conn: Conn) -> T:
+            return await fn(conn, *args)
+
+        return await self._db.read_snapshot(run)
 
     async def _fetchone(self, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> Any:
         """One read statement's first row (or None)."""
@@ -325,319 +298,18 @@ class PostgresStore(VectorMethods):
         async with self._db.transaction(readonly=readonly, lock=keys):
             yield
 
-    # ---- helpers the other domains use (inside a transaction) --------------------------------
-    _lock_session = staticmethod(lock_session)
-    _clear_session = staticmethod(_messages.clear_session)
+    # ---- the one backend-specific step of the shared methods (see _front.py) ---------------
+    _domains = Domains(_messages, _search, _state, _entries, _registry)
+    _index_in_prepare = True
 
-    # ---- messages ----------------------------------------------------------------------------
-    async def append(
-        self,
-        key: SessionKey,
-        items: Sequence[NewMessage],
-        *,
-        expected_leaf: str | _Sentinel | None = UNSET,
+    async def _append_prepared(
+        self, key: SessionKey, prepared: Any, expected_leaf: str | _Sentinel | None
     ) -> list[bool]:
-        """See :meth:`mindstore.store.base.Store.append` and the module docstring."""
-        check_key(key)
-        prepared = _rules.prepare_append(items, expected_leaf, index=True)
-        if prepared is None:
-            return []
+        """One append transaction; a commit whose outcome was lost is settled by asking the
+        server (see the module docstring)."""
         outcome = _messages.AppendOutcome()
         try:
             return await self._write(_messages.append, key, prepared, expected_leaf, outcome)
         except StoreError as e:
             wait = self._limits.get("connect_timeout") or 30.0
             return await _messages.settle_append(self._read, e, outcome, wait)
-
-    async def token_estimate(self, key: SessionKey) -> TokenEstimate | None:
-        """See :meth:`mindstore.store.base.Store.token_estimate`."""
-        check_key(key)
-        return await self._read(_messages.token_estimate, key)
-
-    async def set_token_estimate(
-        self,
-        key: SessionKey,
-        *,
-        leaf_id: str,
-        tokens: int,
-        version: int,
-        floor: int | None = None,
-        margin: int | None = None,
-    ) -> bool:
-        """See :meth:`mindstore.store.base.Store.set_token_estimate`."""
-        check_key(key)
-        _rules.check_token_estimate(leaf_id, tokens, version, floor, margin)
-        return await self._write(
-            _messages.set_token_estimate, key, leaf_id, tokens, version, floor, margin
-        )
-
-    async def get_message(self, key: SessionKey, message_id: str) -> StoredMessage | None:
-        """See :meth:`mindstore.store.base.Store.get_message`."""
-        check_key(key)
-        check_id(message_id)
-        return await self._read(_messages.get_message, key, message_id)
-
-    async def get_messages(self, key: SessionKey, ids: Sequence[str]) -> list[StoredMessage]:
-        """See :meth:`mindstore.store.base.Store.get_messages`."""
-        check_key(key)
-        wanted = _rules.message_ids(ids)
-        if not wanted:
-            return []
-        return await self._read(_messages.get_messages, key, wanted)
-
-    async def all_messages(self, key: SessionKey) -> list[StoredMessage]:
-        """See :meth:`mindstore.store.base.Store.all_messages`."""
-        check_key(key)
-        return await self._read(_messages.all_messages, key)
-
-    async def path(self, key: SessionKey, leaf_id: str | None) -> list[StoredMessage]:
-        """See :meth:`mindstore.store.base.Store.path`."""
-        check_key(key)
-        _rules.check_leaf_id(leaf_id)
-        return await self._read(_messages.path, key, leaf_id)
-
-    async def path_window(
-        self,
-        key: SessionKey,
-        leaf_id: str | None,
-        *,
-        max_tokens: int | None,
-        max_bytes: int | None,
-        min_messages: int,
-    ) -> PathWindow:
-        """See :meth:`mindstore.store.base.Store.path_window`."""
-        check_key(key)
-        _rules.check_leaf_id(leaf_id)
-        _rules.check_window(max_tokens, max_bytes, min_messages)
-        return await self._read(
-            _messages.path_window, key, leaf_id, max_tokens, max_bytes, min_messages
-        )
-
-    async def path_length(self, key: SessionKey, leaf_id: str | None) -> int:
-        """See :meth:`mindstore.store.base.Store.path_length`."""
-        check_key(key)
-        _rules.check_leaf_id(leaf_id)
-        return await self._read(_messages.path_length, key, leaf_id)
-
-    async def children(self, key: SessionKey, message_id: str) -> list[StoredMessage]:
-        """See :meth:`mindstore.store.base.Store.children`."""
-        check_key(key)
-        check_id(message_id)
-        return await self._read(_messages.children, key, message_id)
-
-    async def latest_leaf(self, key: SessionKey) -> StoredMessage | None:
-        """See :meth:`mindstore.store.base.Store.latest_leaf`."""
-        check_key(key)
-        return await self._read(_messages.latest_leaf, key)
-
-    async def update(self, key: SessionKey, message: dict[str, Any], *, tokens: int) -> None:
-        """See :meth:`mindstore.store.base.Store.update`."""
-        check_key(key)
-        await self._write(_messages.update, key, _rules.PreparedUpdate(message, tokens, index=True))
-
-    async def delete(self, key: SessionKey, ids: Sequence[str]) -> int:
-        """See :meth:`mindstore.store.base.Store.delete`."""
-        check_key(key)
-        wanted = _rules.delete_ids(ids)
-        if not wanted:
-            return 0
-        return await self._write(_messages.delete, key, wanted)
-
-    async def clear(self, key: SessionKey) -> None:
-        """See :meth:`mindstore.store.base.Store.clear`."""
-        check_key(key)
-        await self._write(_messages.clear_session, key)
-
-    async def search(
-        self,
-        namespace: str,
-        query: ParsedQuery,
-        *,
-        session_ids: Sequence[str] | None = None,
-        limit: int = 20,
-    ) -> list[SearchResult]:
-        """See :meth:`mindstore.store.base.Store.search`."""
-        ids = _rules.check_search(namespace, query, session_ids, limit)
-        if ids == [] or query.empty or limit <= 0:
-            return []
-        run = partial(
-            _search.search, namespace=namespace, query=query, session_ids=ids, limit=limit
-        )
-        return await self._read_snapshot(run)  # one snapshot: probe, ranking, rows
-
-    # ---- compaction overlays -----------------------------------------------------------------
-    async def add_compaction(
-        self,
-        key: SessionKey,
-        *,
-        summary: str,
-        from_id: str,
-        to_id: str,
-        supersedes: Sequence[int] = (),
-    ) -> Compaction:
-        new = _rules.check_compaction(key, summary, from_id, to_id, supersedes)
-        return await self._write(_state.add_compaction, key, new)
-
-    async def get_compactions(self, key: SessionKey) -> list[Compaction]:
-        return await self._read(_state.get_compactions, check_key(key))
-
-    async def revert_compaction(self, key: SessionKey, compaction_id: int) -> Compaction:
-        check_key(key)
-        check_int(compaction_id, "compaction_id")
-        return await self._write(_state.revert_compaction, key, compaction_id)
-
-    # ---- context blocks ----------------------------------------------------------------------
-    async def get_block(self, key: ScopeKey) -> str | None:
-        return await self._read(_state.get_block, check_scope(key))
-
-    async def set_block(self, key: ScopeKey, content: str) -> None:
-        k = check_scope(key)
-        await self._write(_state.set_block, k, check_text(content, "content"))
-
-    async def update_block(self, key: ScopeKey, fn: Callable[[str], str]) -> str:
-        k = check_scope(key)
-        return await self._write(_state.update_block, k, _rules.check_block_function(fn))
-
-    async def delete_block(self, key: ScopeKey) -> None:
-        await self._write(_state.delete_block, check_scope(key))
-
-    async def list_blocks(
-        self, namespace: str, session_id: str | None
-    ) -> list[tuple[ScopeKey, str]]:
-        _rules.check_block_listing(namespace, session_id)
-        return await self._read(_state.list_blocks, namespace, session_id)
-
-    # ---- frozen system prompt ----------------------------------------------------------------
-    async def get_prompt(self, key: SessionKey) -> str | None:
-        return await self._read(_state.get_prompt, check_key(key))
-
-    async def put_prompt(self, key: SessionKey, prompt: str, *, overwrite: bool) -> str:
-        check_key(key)
-        return await self._write(_state.put_prompt, key, check_text(prompt, "prompt"), overwrite)
-
-    # ---- loaded skills -----------------------------------------------------------------------
-    async def get_skill_states(self, key: SessionKey) -> list[SkillState]:
-        return await self._read(_state.get_skill_states, check_key(key))
-
-    async def set_skill_loaded(
-        self, key: SessionKey, label: str, skill_key: str, loaded: bool
-    ) -> bool:
-        _rules.check_skill_state(key, label, skill_key, loaded)
-        return await self._write(_state.set_skill_loaded, key, label, skill_key, loaded)
-
-    # ---- keyed entries -----------------------------------------------------------------------
-    async def put_entry(
-        self,
-        key: ScopeKey,
-        entry_key: str,
-        content: str,
-        *,
-        description: str | None = None,
-        data: str | None = None,
-        expires_at: datetime | None = None,
-    ) -> None:
-        k = check_scope(key)
-        new = _rules.check_entry(entry_key, content, description, data, expires_at)
-        await self._write(_entries.put_entry, k, new)
-
-    async def get_entry(self, key: ScopeKey, entry_key: str) -> Entry | None:
-        found = await self.get_entries(key, [entry_key])
-        return found[0] if found else None
-
-    async def get_entries(self, key: ScopeKey, entry_keys: Sequence[str]) -> list[Entry]:
-        k, keys = _rules.check_entry_lookup(key, entry_keys)
-        return await self._read(_entries.get_entries, k, keys) if keys else []
-
-    async def list_entries(self, key: ScopeKey, *, limit: int | None = None) -> list[Entry]:
-        k = check_scope(key)
-        if limit is not None:
-            check_int(limit, "limit")
-        return await self._read(_entries.list_entries, k, limit)
-
-    async def list_entry_labels(self, namespace: str, *, prefix: str = "") -> list[str]:
-        check_name(namespace, "namespace")
-        check_text(prefix, "prefix", InvalidKeyError)
-        return await self._read(_entries.list_entry_labels, namespace, prefix)
-
-    async def set_entry_expiry(self, key: ScopeKey, expiries: Mapping[str, datetime | None]) -> int:
-        k = check_scope(key)
-        items = _rules.check_expiries(expiries)
-        return await self._write(_entries.set_entry_expiry, k, items) if items else 0
-
-    async def delete_expired_entries(self, namespace: str | None = None) -> int:
-        if namespace is not None:
-            check_name(namespace, "namespace")
-        return await self._write(_entries.delete_expired_entries, namespace)
-
-    async def count_entries(self, key: ScopeKey) -> int:
-        return await self._read(_entries.count_entries, check_scope(key))
-
-    async def delete_entry(self, key: ScopeKey, entry_key: str) -> bool:
-        k = check_scope(key)
-        return await self._write(_entries.delete_entry, k, check_entry_key(entry_key))
-
-    async def search_entries(
-        self, key: ScopeKey, query: ParsedQuery, *, limit: int = 10
-    ) -> list[EntryHit]:
-        k = _rules.check_entry_search(key, query, limit)
-        if query.empty or limit <= 0:
-            return []
-        run = partial(_search.search_entries, k=k, query=query, limit=limit)
-        return await self._read_snapshot(run)
-
-    # ---- session registry --------------------------------------------------------------------
-    async def create_session(
-        self,
-        key: SessionKey,
-        *,
-        name: str | None = None,
-        parent_session_id: str | None = None,
-        model: str | None = None,
-        source: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> SessionInfo:
-        new = _rules.check_new_session(key, name, parent_session_id, model, source, metadata)
-        return await self._write(_registry.create_session, key, new)
-
-    async def get_session(self, key: SessionKey) -> SessionInfo | None:
-        return await self._read(_registry.get_session, check_key(key))
-
-    async def list_sessions(
-        self, namespace: str, *, limit: int = 50, before: str | None = None
-    ) -> list[SessionInfo]:
-        _rules.check_session_listing(namespace, limit, before)
-        if limit <= 0:
-            return []
-        return await self._read(_registry.list_sessions, namespace, limit, before)
-
-    async def update_session(self, key: SessionKey, **fields: Any) -> SessionInfo:
-        """See :meth:`mindstore.store.base.Store.update_session`."""
-        check_key(key)
-        return await self._write(_registry.update_session, key, check_session_fields(fields))
-
-    async def add_usage(
-        self, key: SessionKey, input_tokens: int, output_tokens: int, cost: float
-    ) -> SessionInfo:
-        check_key(key)
-        usd = _rules.check_usage(input_tokens, output_tokens, cost)
-        return await self._write(_registry.add_usage, key, input_tokens, output_tokens, usd)
-
-    async def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> int:
-        """See :meth:`mindstore.store.base.Store.reindex`."""
-        return await self._write(_registry.reindex, progress)
-
-    async def delete_session(self, key: SessionKey) -> bool:
-        check_key(key)
-        return await self._write(_registry.delete_session, key, self._clear_session)
-
-    async def delete_namespace(self, namespace: str) -> dict[str, int]:
-        """See :meth:`mindstore.store.base.Store.delete_namespace`."""
-        check_name(namespace, "namespace")
-        return await self._write(_registry.delete_namespace, namespace)
-
-    async def stats(self) -> dict[str, int]:
-        """See :meth:`mindstore.store.base.Store.stats`."""
-        return await self._read(_registry.stats)
-
-    async def list_namespaces(self) -> list[str]:
-        return await self._read(_registry.list_namespaces)

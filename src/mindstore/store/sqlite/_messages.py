@@ -339,20 +339,13 @@ def token_estimate(conn: sqlite3.Connection, key: SessionKey) -> TokenEstimate |
     )
 
 
-def set_token_estimate(
-    conn: sqlite3.Connection,
-    key: SessionKey,
-    leaf_id: str,
-    tokens: int,
-    version: int,
-    floor: int | None,
-    margin: int | None,
-) -> bool:
+def set_token_estimate(conn: sqlite3.Connection, params: tuple[Any, ...]) -> bool:
+    """``params``: :func:`mindstore.store._rules.token_estimate_params`."""
     cur = conn.execute(
         "UPDATE sessions SET est_seq = (SELECT seq FROM messages "
         "WHERE sid = sessions.sid AND id = ?), est_tokens = ?, compact_floor = ?, "
         "compact_margin = ? WHERE namespace = ? AND session_id = ? AND est_gen = ?",
-        (leaf_id, tokens, floor, margin, key.namespace, key.session_id, version),
+        params,
     )
     return cur.rowcount == 1
 
