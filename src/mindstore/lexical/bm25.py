@@ -319,7 +319,11 @@ ROW_BUDGET: Final = 5_000
 the messages the rarer words found (:func:`planner`)."""
 
 COUNT_BUDGET: Final = 4 * ROW_BUDGET
-"""Index rows a search may step through to count document frequencies for its plan."""
+"""Index rows a search may step through to count document frequencies for its plan (more is
+only spent when every key is common: then :data:`ANCHOR_KEYS` of them are counted up to
+ROW_BUDGET to find the rarest)."""
+
+ANCHOR_KEYS: Final = 8
 
 PRUNED_BUDGET: Final = 5_000
 """Rows of the rarer keys a pruned search reads in full (measured on the bench_core corpus:
@@ -389,11 +393,14 @@ def planner(query: ParsedQuery) -> Generator[Count, Mapping[str, int], Plan]:
         unknown = [k for k in unknown if k not in exact]
         for k in unknown:
             lower[k] = cap
-        left = ROW_BUDGET - used
-        if not fits or left < cap or spent >= COUNT_BUDGET:
-            fits = False
+        if not unknown:
             break
-        cap = min(cap * 4, left + 1)
+        left = ROW_BUDGET - used
+        nxt = min(cap * 4, left + 1, (COUNT_BUDGET - spent) // len(unknown))
+        if not fits or left < cap or nxt <= cap:
+            fits = False  # the keys left have at least `cap` rows: they do not fit
+            break
+        cap = nxt
     if fits:
         return Plan(keys, [], exact, {})  # everything fits: exact
     required = required_keys(query)
@@ -401,8 +408,8 @@ def planner(query: ParsedQuery) -> Generator[Count, Mapping[str, int], Plan]:
         cands = [k for k in required if k in rare]
         if not cands:
             cands = [k for k in required if k in exact]
-            pending = [k for k in required if k not in exact]
-            full_counts = yield pending, ROW_BUDGET + 1
+            pending = [k for k in required if k not in exact][:ANCHOR_KEYS]
+            full_counts = yield from _count_fully(pending, lower)
             for k in pending:
                 n = full_counts.get(k, 0)
                 if n <= ROW_BUDGET:
@@ -422,13 +429,26 @@ def planner(query: ParsedQuery) -> Generator[Count, Mapping[str, int], Plan]:
             break
         full.append(k)
         used += n
-    if not full:  # every key is common: read the rarest
-        full_counts = yield keys, ROW_BUDGET + 1
-        anchor = min(keys, key=lambda k: (full_counts.get(k, 0), k))
+    if not full:  # every key is common: read the rarest (of the first few)
+        sample = keys[:ANCHOR_KEYS]
+        full_counts = yield from _count_fully(sample, lower)
+        anchor = min(sample, key=lambda k: (full_counts.get(k, 0), k))
         full = [anchor]
-        for k in keys:
+        for k in sample:
             lower[k] = max(lower.get(k, 0), full_counts.get(k, 0))
     return Plan(full, [k for k in keys if k not in full], exact, lower)
+
+
+def _count_fully(
+    wanted: list[str], lower: Mapping[str, int]
+) -> Generator[Count, Mapping[str, int], dict[str, int]]:
+    """``min(df, ROW_BUDGET + 1)`` of ``wanted``, counting only those not known yet."""
+    out = {k: lower[k] for k in wanted if lower.get(k, 0) > ROW_BUDGET}
+    todo = [k for k in wanted if k not in out]
+    if todo:
+        counts = yield todo, ROW_BUDGET + 1
+        out.update((k, counts.get(k, 0)) for k in todo)
+    return out
 
 
 def probe_candidates(

@@ -218,22 +218,28 @@ async def _count(conn: Conn, coll: str, keys: list[str], cap: int) -> dict[str, 
 async def _term_rows(
     conn: Conn, coll: str, keys: Sequence[str], docs: set[int] | None = None
 ) -> list[Any]:
-    """The index rows of ``keys`` (kind 0), of ``docs`` only when given. One index probe per
-    key (a lateral join): a ``key = ANY(…)`` filter let the planner scan the whole collection
-    whenever its statistics were missing or stale (a new store before autovacuum's ANALYZE)."""
+    """The index rows of ``keys`` (kind 0), of ``docs`` only when given: one index probe per
+    key, or per (key, document) pair. Spelled as lateral joins on the primary key so the plan
+    cannot degrade: with ``key = ANY(…)`` / ``doc = ANY(…)`` filters the planner scanned the
+    whole collection while its statistics were missing (a new store before autovacuum's
+    ANALYZE), or every row of a common key to keep the few probed documents (``OFFSET 0``
+    keeps the pair lookup from being flattened into such a join)."""
     if not keys:
         return []
-    sql = (
-        "SELECT t.kind, t.key, t.doc, t.part, t.tf, t.ctx, t.dl FROM unnest(%s::text[]) AS k, "
-        "LATERAL (SELECT kind, key, doc, part, tf, ctx, dl FROM search_terms "
-        "WHERE coll = %s AND kind = 0 AND key = k{docs}) t"
-    )
-    params: list[Any] = [list(keys), coll]
-    if docs is not None:
-        params.append(sorted(docs))
-        cur = await conn.execute(sql.format(docs=" AND doc = ANY(%s::bigint[])"), params)
+    if docs is None:
+        cur = await conn.execute(
+            "SELECT t.kind, t.key, t.doc, t.part, t.tf, t.ctx, t.dl FROM unnest(%s::text[]) k, "
+            "LATERAL (SELECT kind, key, doc, part, tf, ctx, dl FROM search_terms "
+            "WHERE coll = %s AND kind = 0 AND key = k) t",
+            (list(keys), coll),
+        )
     else:
-        cur = await conn.execute(sql.format(docs=""), params)
+        cur = await conn.execute(
+            "SELECT t.kind, t.key, t.doc, t.part, t.tf, t.ctx, t.dl FROM unnest(%s::text[]) k, "
+            "unnest(%s::bigint[]) d, LATERAL (SELECT kind, key, doc, part, tf, ctx, dl "
+            "FROM search_terms WHERE coll = %s AND kind = 0 AND key = k AND doc = d OFFSET 0) t",
+            (list(keys), sorted(docs), coll),
+        )
     return list(await cur.fetchall())
 
 
