@@ -153,3 +153,39 @@ def test_ranking_in_steps_equals_one_rank() -> None:
     assert r.rank(20, dfs, docs) == once
     assert {d for _, d, _ in once} <= docs
     assert before == bm25.rank(q, first, 199, total, {0, 1, 2, 3}, lengths, 20)
+
+
+ASCII_PIECES = [
+    "it",
+    "'",
+    "s",
+    "'s",
+    "S",
+    "t",
+    "re",
+    "don't",
+    "it's's",
+    "A'S",
+    "x'y",
+    "'ll",
+    "7",
+    "-",
+    "Deploying",
+    "a_b",
+    "q'",
+    "'m",
+    "''",
+    "ve",
+]
+ascii_st = st.lists(st.sampled_from([*ASCII_PIECES, " ", "\t", "z" * 70]), max_size=16).map(
+    "".join
+) | st.text(alphabet=st.characters(max_codepoint=127), max_size=60)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=ascii_st)
+def test_ascii_fast_path_equals_units(text: str) -> None:
+    from mindstore.lexical.tokens import ascii_words
+
+    assert ascii_words(text) == [u.raw for u in units(text)]
+    assert bm25.document(text, text, text) == _old_document(text, text, text)

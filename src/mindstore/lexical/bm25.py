@@ -29,7 +29,7 @@ from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
-from mindstore.lexical.tokens import keys, phrase_keys, units
+from mindstore.lexical.tokens import ascii_words, keys, phrase_keys, stem, units
 from mindstore.search import ParsedQuery
 
 __all__ = [
@@ -103,11 +103,19 @@ def _fields(text: str) -> _Fields:
     """A text's key counts, raw-word counts (not CJK) and unit count. Cached: a message's own
     text comes back as the next message's context (its parent's text), so a conversation
     is tokenised once, not twice. (The caller must not change the returned dicts.)"""
-    seq = list(units(text))
     key_counts: dict[str, int] = {}
+    raw_counts: dict[str, int] = {}
+    if text.isascii():
+        words = ascii_words(text)
+        for w in words:
+            raw_counts[w] = raw_counts.get(w, 0) + 1
+        for w in words:
+            t = stem(w)
+            key_counts[t] = key_counts.get(t, 0) + 1
+        return key_counts, raw_counts, len(words)
+    seq = list(units(text))
     for k in keys(seq):
         key_counts[k] = key_counts.get(k, 0) + 1
-    raw_counts: dict[str, int] = {}
     for u in seq:
         if not u.cjk:
             raw_counts[u.raw] = raw_counts.get(u.raw, 0) + 1
