@@ -17,6 +17,24 @@ question ranks above the same words elsewhere). Document count, average length a
 frequencies come from the searched namespace only. A message holding a query word in its own
 or tool text always ranks above one that matches through its context alone. ``k1``/``b`` and
 the weights were chosen on the LoCoMo development half (docs/benchmarks.md).
+
+Cost decisions (measured with bench/bench_core.py and bench_postgres.py):
+
+* A search reads rows, it does not scan: :func:`planner` keeps BM25 exact while the query's
+  rows total at most :data:`ROW_BUDGET`, and beyond that reads only the rarer keys in full and
+  looks the common ones up for the best :data:`PROBED` documents. Counting document
+  frequencies is bounded as well (a share of the budget per key, then geometric rounds within
+  :data:`COUNT_BUDGET`): counting every key up to the budget cost a 60-word question as much
+  as the rest of its search on SQLite, and most of it on PostgreSQL.
+* A pruned query's common keys get their IDF from their share of the probed documents (their
+  exact count would mean reading all their rows). Against exact BM25 this agrees better with
+  the exact top 20 than the former IDF of a count capped at the budget, which made the most
+  common words weigh like moderately rare ones in big namespaces.
+* :class:`Ranking` builds a search's postings once and scores only the candidates still
+  allowed (sessions, probed documents); scoring is kept in Python rather than SQL so both
+  backends compute bit-identical scores (their SQL would sum in different orders).
+* A document's rows come from cached per-text counts: a message's own text is its child's
+  context, so a conversation is tokenised once; ASCII text skips building units.
 """
 
 from __future__ import annotations

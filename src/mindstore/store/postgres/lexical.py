@@ -8,6 +8,11 @@ same scores. Keys are ``COLLATE "C"`` so a ``prefix*`` is a byte range of the pr
 Statistics are kept per (namespace, session): an append updates its own session's row, which
 the append transaction has locked anyway, so concurrent appenders never wait on a shared
 counter. Functions here run inside the caller's transaction.
+
+Index rows are read with one primary-key probe per key (or per (key, document) pair), spelled
+as lateral joins so no planner estimate can turn them into a scan of the collection. A search
+on a freshly loaded table pays a heap visit per row read or counted until autovacuum has set
+the visibility map (index-only counting); that, not the Python side, is where its time goes.
 """
 
 from __future__ import annotations

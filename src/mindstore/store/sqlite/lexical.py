@@ -6,6 +6,11 @@ document count and total length per (collection, part). Everything else — toke
 document's rows are, BM25, phrases, snippets — is :mod:`mindstore.lexical`, shared with the
 PostgreSQL backend, so both rank identically. Functions here run inside the caller's
 transaction on the caller's connection.
+
+New documents wait in ``search_pending`` (one JSON row each: an append writes a page or two)
+and move into ``search_terms`` every :data:`FLUSH_AT` documents, unpacked by SQLite itself
+(``json_each``) in key order. Searches read both tables; a pending document's JSON is decoded
+once per process (cached by its text).
 """
 
 from __future__ import annotations
