@@ -351,6 +351,9 @@ ROW_BUDGET to find the rarest)."""
 
 ANCHOR_KEYS: Final = 8
 
+SHORT_QUERY: Final = 4
+"""Keys up to which a query's keys are counted up to the budget in one go."""
+
 PRUNED_BUDGET: Final = 5_000
 """Rows of the rarer keys a pruned search reads in full (measured on the bench_core corpus:
 2,500 made a 60-word query 30 % faster but its top 20 agreed 10 % less with exact BM25)."""
@@ -389,15 +392,19 @@ def planner(query: ParsedQuery) -> Generator[Count, Mapping[str, int], Plan]:
     looked up for them.
 
     Counting is bounded too (counting a common word's rows costs as much as reading them):
-    every key is first counted up to an equal share of the budget; the keys over their share
-    are then counted one after another, each only up to what is left of the budget, and the
-    first one that does not fit decides that the query is pruned. So deciding costs at most
-    about twice the budget in rows, never the keys times the budget. Only a pruned query
-    whose keys all exceed their share counts them up to the budget to find the rarest."""
+    every key is first counted up to an equal share of the budget (a query of at most
+    :data:`SHORT_QUERY` keys: up to the budget); the keys over their share are counted again
+    with a cap four times higher (at most what is left of the budget, and within
+    :data:`COUNT_BUDGET` rows in all), until none is left or none can fit. Keys resolve in
+    rising order of frequency, so the rarest are known first; the plan is exact exactly when
+    every key resolves and the total fits. Only a pruned query with no key that fits counts
+    :data:`ANCHOR_KEYS` of them up to the budget to find the rarest."""
     keys = term_keys(query)
     if not keys:
         return Plan([], [], {}, {})
-    cap = ROW_BUDGET // len(keys) + 1
+    # a short query counts to the budget at once (one statement; the rounds would only
+    # recount its common words)
+    cap = ROW_BUDGET + 1 if len(keys) <= SHORT_QUERY else ROW_BUDGET // len(keys) + 1
     exact: dict[str, int] = {}
     lower: dict[str, int] = {}
     unknown = keys
