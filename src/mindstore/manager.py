@@ -1,8 +1,9 @@
-"""SessionManager: many conversations of one namespace, cross-session search (DESIGN §7).
+"""SessionManager: many conversations of one namespace, cross-session search.
 
 An agent serving a user has many conversations. :class:`SessionManager` is the registry of the
-sessions of one *namespace* (DESIGN §1.1): it creates, lists, renames, forks, splits and deletes
-them, accumulates usage, searches across them and hands out configured :class:`Session` objects.
+sessions of one *namespace* (the isolation boundary inside a store): it creates, lists,
+renames, forks, splits and deletes them, accumulates usage, searches across them and hands out
+configured :class:`Session` objects.
 
 Design and invariants:
 
@@ -13,7 +14,9 @@ Design and invariants:
   ``with_cached_prompt``, ``on_compaction``, ``compact_after``, ``on_compaction_error``) plus
   :meth:`SessionManager.with_searchable_history` are validated at once (on a prototype session,
   no I/O) and recorded; they are replayed, in order, on every session the manager hands out —
-  including sessions already handed out and cached.
+  including sessions already handed out and cached. ``with_context`` takes exactly the
+  arguments of :meth:`Session.with_context` (both are declared with
+  :func:`~mindstore.context.spec.block_arguments`).
 * **Appends.** :meth:`SessionManager.append` goes through :meth:`Session.append_message`.
   :meth:`SessionManager.append_all` validates every message first (row-size limit applied),
   then inserts the whole batch in ONE store transaction — all or nothing — chained: the first
@@ -41,7 +44,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from mindstore.context.spec import Scope
+from mindstore.context.spec import BlockSpec, block_arguments
 from mindstore.errors import (
     ConflictError,
     InvalidKeyError,
@@ -52,7 +55,7 @@ from mindstore.errors import (
 from mindstore.hybrid import search_messages
 from mindstore.messages import new_message_id, validate_id
 from mindstore.search import SearchResult, parse_query
-from mindstore.session import DEFAULT_MAX_MESSAGE_BYTES, Session
+from mindstore.session import DEFAULT_MAX_MESSAGE_BYTES, Session, new_message
 from mindstore.store._checks import check_name, check_text
 from mindstore.store.base import AUTO, NewMessage, SessionInfo, SessionKey, Store, _Sentinel
 from mindstore.tokens import Tokenizer
@@ -78,11 +81,12 @@ MAX_LIST_LIMIT = 1000
 DEFAULT_SESSION_CACHE_SIZE = 1024
 """How many :class:`Session` objects a :class:`SessionManager` keeps cached by default."""
 
-_BuilderCall = tuple[str, tuple[Any, ...], dict[str, Any]]
+_BuilderCall = Callable[[Session], object]
+"""A recorded builder call, replayed on every session handed out."""
 
 
 def format_session_search(results: Sequence[SearchResult]) -> str:
-    """Render hits as ``[role] text`` blocks joined by ``\\n---\\n`` (DESIGN §4.6).
+    """Render hits as ``[role] text`` blocks joined by ``\\n---\\n``.
 
     A message with no text (a hit on tool calls only) shows its snippet; texts longer than
     2,000 characters are cut with ``...``. No hits → ``No results found.``
@@ -171,36 +175,28 @@ class SessionManager:
         return self._namespace
 
     # ---- builder ---------------------------------------------------------------------------
-    def with_context(
-        self,
-        label: str,
-        description: str | None = None,
-        max_tokens: int | None = None,
-        provider: Any = None,
-        scope: Scope = "session",
-    ) -> SessionManager:
-        """:meth:`Session.with_context` for every session handed out."""
-        return self._record(
-            "with_context", label, description, max_tokens, provider=provider, scope=scope
-        )
+    @block_arguments
+    def with_context(self, spec: BlockSpec) -> SessionManager:
+        """:meth:`Session.with_context` for every session handed out (same arguments)."""
+        return self._record(lambda s: s.blocks.configure(spec))
 
     def with_cached_prompt(self, enabled: bool = True) -> SessionManager:
         """:meth:`Session.with_cached_prompt` for every session handed out."""
-        return self._record("with_cached_prompt", enabled)
+        return self._record(lambda s: s.with_cached_prompt(enabled))
 
     def on_compaction(self, fn: Callable[..., Any]) -> SessionManager:
         """:meth:`Session.on_compaction` for every session handed out."""
-        return self._record("on_compaction", fn)
+        return self._record(lambda s: s.on_compaction(fn))
 
     def compact_after(
         self, threshold: int, token_counter: Callable[..., Any] | None = None
     ) -> SessionManager:
         """:meth:`Session.compact_after` for every session handed out."""
-        return self._record("compact_after", threshold, token_counter)
+        return self._record(lambda s: s.compact_after(threshold, token_counter))
 
     def on_compaction_error(self, handler: Callable[[BaseException], Any]) -> SessionManager:
         """:meth:`Session.on_compaction_error` for every session handed out."""
-        return self._record("on_compaction_error", handler)
+        return self._record(lambda s: s.on_compaction_error(handler))
 
     def with_searchable_history(
         self, label: str = "history", description: str | None = None
@@ -214,18 +210,12 @@ class SessionManager:
             description = "Past conversations, searchable"
         return self.with_context(label, description, provider=SessionHistoryProvider(self))
 
-    def _record(self, method: str, *args: Any, **kwargs: Any) -> SessionManager:
-        getattr(self._prototype, method)(*args, **kwargs)  # raises now on bad arguments
-        call: _BuilderCall = (method, args, kwargs)
+    def _record(self, call: _BuilderCall) -> SessionManager:
+        call(self._prototype)  # raises now on bad arguments
         self._builder_calls.append(call)
         for session in self._sessions.values():
-            self._apply(session, call)
+            call(session)
         return self
-
-    @staticmethod
-    def _apply(session: Session, call: _BuilderCall) -> None:
-        method, args, kwargs = call
-        getattr(session, method)(*args, **kwargs)
 
     def _new_session(self, session_id: str) -> Session:
         return Session.create(
@@ -252,7 +242,7 @@ class SessionManager:
             return cached
         session = self._new_session(session_id)
         for call in self._builder_calls:
-            self._apply(session, call)
+            call(session)
         if self._session_cache_size:
             self._sessions[session_id] = session
             while len(self._sessions) > self._session_cache_size:
@@ -389,16 +379,20 @@ class SessionManager:
         elif parent_id is not None and parent_id is not AUTO:
             raise TypeError("parent_id must be a message id, None (new root) or omitted")
         session = self.session(session_id)
-        prepared = [session._prepare_message(m) for m in messages]
-        if not prepared:
-            return []
-        items = []
+        items: builtins.list[NewMessage] = []
         parent: str | _Sentinel | None = parent_id
-        for msg in prepared:
-            items.append(
-                NewMessage(message=msg, parent=parent, tokens=session.count_message_tokens([msg]))
+        for m in messages:
+            item = new_message(
+                m,
+                parent,
+                max_message_bytes=session.max_message_bytes,
+                tokenizer=session.tokenizer,
             )
-            parent = msg["id"]
+            items.append(item)
+            parent = item.message["id"]
+        if not items:
+            return []
+        prepared = [item.message for item in items]
         try:
             inserted = await self._store.append(session.key, items)
         except StoreError as e:
@@ -408,7 +402,7 @@ class SessionManager:
         # grew along the chain, and the store's estimate is for that message.
         fresh = [msg for msg, new in zip(prepared, inserted, strict=True) if new]
         if fresh:
-            await session._after_append(fresh[-1])
+            await session.compactor.after_append(fresh[-1])
         return inserted
 
     async def fork(self, session_id: str, at_message_id: str, name: str | None) -> SessionInfo:
@@ -511,14 +505,17 @@ class SessionManager:
         old_key = self._key(session_id)
         new_key = self._key(_new_session_id())
         session = self.session(new_key.session_id)
-        seed = session._prepare_message(
+        item = new_message(
             {
                 "role": "user",
                 "parts": [{"type": "text", "text": f"{SPLIT_CONTEXT_PREFIX}\n\n{summary}"}],
                 "metadata": {"split_from": session_id},
-            }
+            },
+            None,
+            max_message_bytes=session.max_message_bytes,
+            tokenizer=session.tokenizer,
         )
-        item = NewMessage(message=seed, parent=None, tokens=session.count_message_tokens([seed]))
+        seed = item.message
         try:
             async with self._store.transaction(lock=[old_key]):
                 old = await self._require(old_key)
@@ -542,7 +539,7 @@ class SessionManager:
             self._sessions.pop(new_key.session_id, None)
             raise
         assert created is not None
-        await session._after_append(seed)
+        await session.compactor.after_append(seed)
         return created
 
     # ---- usage -----------------------------------------------------------------------------
@@ -590,7 +587,7 @@ class SessionManager:
         mode: str | None = None,
         semantic_weight: float = DEFAULT_SEMANTIC_WEIGHT,
     ) -> builtins.list[SearchResult]:
-        """Search across this namespace's sessions (DESIGN §5): a question or keywords.
+        """Search across this namespace's sessions: a question or keywords.
 
         Args:
             query: words, ``"phrases"`` (always required), ``prefix*``; never a syntax error.

@@ -5,9 +5,23 @@ configuration of its context blocks and compaction. Builder methods (``with_cont
 ``with_cached_prompt``, ``on_compaction``, ``compact_after``, ``on_compaction_error``) return the
 session and do no I/O; nothing is resolved until the first async call.
 
-The context-memory operations live in :class:`mindstore.context.session_context.ContextMixin`
-and the compaction operations in :class:`mindstore.compaction.session_compaction.CompactionMixin`;
-this module holds the builder and the history API (DESIGN §3).
+A Session is composed, not inherited: it owns the history API (appends, reads, search) and
+holds three collaborators, each built with the session's store and key:
+
+* :attr:`Session.blocks` — :class:`~mindstore.context.session_context.ContextBlocks`: the
+  context blocks, the frozen system prompt, the generated memory tools;
+* :attr:`Session.reader` — :class:`~mindstore.compaction.reader.HistoryReader`: stored rows as
+  the model sees them (skill unloads, then compaction overlays);
+* :attr:`Session.compactor` — :class:`~mindstore.compaction.session_compaction.Compactor`:
+  overlays, ``compact()`` and the automatic compaction check after appends.
+
+The context and compaction methods of the public API delegate to them, one call each. Code that
+appends without :meth:`Session.append_message` (``SessionManager.append_all``, the
+integrations) builds its rows with :func:`new_message` and then calls
+``session.compactor.after_append(last_new_message)``, as ``append_message`` does.
+
+Every append is validated and fitted to the row-size limit before any I/O, so a refused
+message changes nothing; a store failure carries the id used, so a retry cannot duplicate.
 """
 
 from __future__ import annotations
@@ -17,11 +31,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from mindstore.compaction.reader import HistoryReader
 from mindstore.compaction.rowlimit import fit_row
-from mindstore.compaction.session_compaction import CompactionMixin
-from mindstore.context.providers import as_provider
-from mindstore.context.session_context import ContextMixin
-from mindstore.context.spec import BlockSpec, Scope
+from mindstore.compaction.session_compaction import Compactor
+from mindstore.context.session_context import ContextBlocks
+from mindstore.context.spec import BlockSpec, block_arguments
 from mindstore.errors import (
     ConflictError,
     InvalidMessageError,
@@ -30,15 +44,48 @@ from mindstore.errors import (
 )
 from mindstore.hybrid import search_messages
 from mindstore.messages import validate_id, validate_message
+from mindstore.prompt import ContextBlock
 from mindstore.search import SearchResult, parse_query
 from mindstore.store._checks import check_name
-from mindstore.store.base import AUTO, UNSET, NewMessage, SessionKey, Store, _Sentinel
+from mindstore.store.base import (
+    AUTO,
+    UNSET,
+    Compaction,
+    NewMessage,
+    SessionKey,
+    Store,
+    _Sentinel,
+)
 from mindstore.tokens import Tokenizer, estimate_message_tokens
+from mindstore.tools import ToolSet
 from mindstore.vectors import DEFAULT_SEMANTIC_WEIGHT
 
-__all__ = ["MessageNode", "RecentHistory", "Session"]
+__all__ = ["MessageNode", "RecentHistory", "Session", "new_message"]
 
 DEFAULT_MAX_MESSAGE_BYTES = 1_800_000
+
+
+def new_message(
+    message: Any,
+    parent: str | _Sentinel | None = AUTO,
+    *,
+    max_message_bytes: int,
+    tokenizer: Tokenizer | None = None,
+) -> NewMessage:
+    """What an append hands the store for ``message``: validated (an id generated when
+    missing), fitted to ``max_message_bytes`` of stored JSON, its tokens counted and its JSON
+    serialised once.
+
+    Raises:
+        InvalidMessageError: malformed message.
+    """
+    msg, content = fit_row(validate_message(message), max_message_bytes)
+    return NewMessage(
+        message=msg,
+        parent=parent,
+        tokens=estimate_message_tokens([msg], tokenizer),
+        content=content,
+    )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -61,10 +108,16 @@ class RecentHistory:
     total_bytes: int
 
 
-class Session(ContextMixin, CompactionMixin):
+class Session:
     """One conversation: a branching message tree plus its context memory.
 
     Create with :meth:`Session.create`; configure with the builder methods; then ``await``.
+
+    Attributes:
+        blocks: the context blocks, prompt and memory tools (``ContextBlocks``).
+        reader: reads paths with skill unloads and overlays applied (``HistoryReader``).
+        compactor: overlays, ``compact()`` and automatic compaction (``Compactor``).
+        max_message_bytes: the row-size limit of this session's appends.
     """
 
     def __init__(
@@ -76,24 +129,19 @@ class Session(ContextMixin, CompactionMixin):
         tokenizer: Tokenizer | None = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
-        _check_name(session_id, "session_id")
-        _check_name(namespace, "namespace")
+        check_name(session_id, "session_id")
+        check_name(namespace, "namespace")
         if max_message_bytes < 4096:
             raise ValueError("max_message_bytes must be at least 4096")
         self._store = store
         self._key = SessionKey(namespace=namespace, session_id=session_id)
         self._tokenizer = tokenizer
         self.max_message_bytes = max_message_bytes
-        # context configuration (ContextMixin)
-        self._block_specs: dict[str, BlockSpec] = {}
-        self._cached_prompt = False
-        # compaction configuration (CompactionMixin)
-        self._compact_fn: Callable[..., Any] | None = None
-        self._compact_threshold: int | None = None
-        self._compact_token_counter: Callable[..., Any] | None = None
-        self._compaction_error_handler: Callable[[BaseException], Any] | None = None
-        self._init_context_state()
-        self._init_compaction_state()
+        self.blocks = ContextBlocks(store, self._key, tokenizer=tokenizer)
+        self.reader = HistoryReader(store, self._key)
+        self.compactor = Compactor(
+            store, self._key, tokenizer=tokenizer, reader=self.reader, prompt=self.blocks
+        )
 
     @classmethod
     def create(
@@ -136,30 +184,29 @@ class Session(ContextMixin, CompactionMixin):
         return self._tokenizer
 
     # ---- builder ---------------------------------------------------------------------------
-    def with_context(
-        self,
-        label: str,
-        description: str | None = None,
-        max_tokens: int | None = None,
-        provider: Any = None,
-        scope: Scope = "session",
-    ) -> Session:
-        """Register a context block (no I/O). Without ``provider``: a store-backed writable
-        block. ``scope="namespace"`` shares the block across every session of the namespace."""
-        self._block_specs[label] = _make_spec(label, description, max_tokens, provider, scope)
-        self._on_blocks_changed()
+    @block_arguments
+    def with_context(self, spec: BlockSpec) -> Session:
+        """Register a context block (no I/O):
+        ``with_context(label, description=None, max_tokens=None, provider=None,
+        scope="session")``. Without ``provider``: a store-backed writable block.
+        ``scope="namespace"`` shares the block across every session of the namespace.
+
+        Raises:
+            InvalidKeyError: a bad label.
+            ValueError: a bad scope or ``max_tokens``.
+            TypeError: ``provider`` is not a provider (no ``get()``).
+        """
+        self.blocks.configure(spec)
         return self
 
     def with_cached_prompt(self, enabled: bool = True) -> Session:
         """Persist the frozen system prompt per (namespace, session)."""
-        self._cached_prompt = enabled
+        self.blocks.set_cached_prompt(enabled)
         return self
 
     def on_compaction(self, fn: Callable[..., Any]) -> Session:
         """Register ``fn(messages, context) -> CompactResult | None`` (sync or async)."""
-        if not callable(fn):
-            raise TypeError("on_compaction takes a callable fn(messages, context)")
-        self._compact_fn = fn
+        self.compactor.on_compaction(fn)
         return self
 
     def compact_after(
@@ -167,21 +214,14 @@ class Session(ContextMixin, CompactionMixin):
     ) -> Session:
         """Compact automatically after an append once path + prompt tokens exceed
         ``threshold`` (strictly)."""
-        if isinstance(threshold, bool) or not isinstance(threshold, int | float) or threshold <= 0:
-            raise ValueError("compact_after threshold must be a positive number of tokens")
-        if token_counter is not None and not callable(token_counter):
-            raise TypeError("token_counter must be a callable counter(messages, system_prompt)")
-        self._compact_threshold = threshold
-        self._compact_token_counter = token_counter
+        self.compactor.compact_after(threshold, token_counter)
         return self
 
     def on_compaction_error(
         self, handler: Callable[[BaseException], Any | Awaitable[Any]]
     ) -> Session:
         """Receive errors of automatic compaction (otherwise they are logged)."""
-        if not callable(handler):
-            raise TypeError("on_compaction_error takes a callable handler(error)")
-        self._compaction_error_handler = handler
+        self.compactor.on_compaction_error(handler)
         return self
 
     # ---- tokens ----------------------------------------------------------------------------
@@ -189,7 +229,7 @@ class Session(ContextMixin, CompactionMixin):
         """The session's token estimate of ``messages`` (its tokenizer when configured)."""
         return estimate_message_tokens(messages, self._tokenizer)
 
-    # ---- history (DESIGN §3) ---------------------------------------------------------------
+    # ---- history ---------------------------------------------------------------------------
     async def append_message(
         self,
         message: dict[str, Any],
@@ -197,7 +237,12 @@ class Session(ContextMixin, CompactionMixin):
         *,
         expected_leaf: str | _Sentinel | None = UNSET,
     ) -> bool:
-        """Insert a message; see DESIGN §3. Returns False when the id already existed.
+        """Insert a message. Returns ``False`` when the id already existed (a no-op: the first
+        write wins, so retries are safe), ``True`` for a fresh insert.
+
+        ``parent_id`` omitted: the child of the latest leaf (a new root when the session is
+        empty); ``None``: a new root; a string: that message. With ``expected_leaf=id`` the
+        append happens only while the latest leaf is still ``id`` (compare-and-append).
 
         Raises:
             InvalidMessageError: malformed message; nothing written.
@@ -208,20 +253,16 @@ class Session(ContextMixin, CompactionMixin):
                 re-appending a stored id is a no-op, so the retry never duplicates. With
                 ``maybe_committed`` True the message may already be stored.
         """
-        # validate + row-size limit; the size check's JSON goes to the store (serialised once)
-        msg, content = fit_row(validate_message(message), self.max_message_bytes)
+        item = new_message(
+            message, parent_id, max_message_bytes=self.max_message_bytes, tokenizer=self._tokenizer
+        )
+        msg = item.message
         if isinstance(parent_id, str):
             validate_id(parent_id, "parent_id")
         elif parent_id is not None and parent_id is not AUTO:
             raise InvalidMessageError(
                 f"parent_id must be a message id, None (new root) or omitted, got {parent_id!r:.80}"
             )
-        item = NewMessage(
-            message=msg,
-            parent=parent_id,
-            tokens=self.count_message_tokens([msg]),
-            content=content,
-        )
         try:
             [inserted] = await self._store.append(self._key, [item], expected_leaf=expected_leaf)
         except StoreError as e:
@@ -234,17 +275,17 @@ class Session(ContextMixin, CompactionMixin):
                 return False
             raise
         if inserted:
-            await self._after_append(msg)
+            await self.compactor.after_append(msg)
         return inserted
 
-    def _prepare_message(self, message: Any) -> dict[str, Any]:
-        """Validate and apply the row-size limit (DESIGN §6.4)."""
-        return self._enforce_row_limit(validate_message(message))
-
     async def get_history(self, leaf_id: str | None = None) -> list[dict[str, Any]]:
-        """Root→leaf path with compaction overlays and skill unloads applied."""
-        rows = await self._store.path(self._key, leaf_id)
-        return await self._present(rows)
+        """The root→``leaf_id`` path (``None``: the latest leaf) with compaction overlays and
+        skill unloads applied.
+
+        Raises:
+            MessageNotFoundError: unknown ``leaf_id``.
+        """
+        return await self.reader.history(leaf_id)
 
     async def get_message(self, message_id: str) -> dict[str, Any] | None:
         """The stored message (no overlays), or None."""
@@ -297,7 +338,7 @@ class Session(ContextMixin, CompactionMixin):
             min_messages=max(1, min_messages),
         )
         return RecentHistory(
-            messages=await self._present(window.messages, window=window.truncated),
+            messages=await self.reader.present(window.messages, window=window.truncated),
             truncated=window.truncated,
             total_tokens=window.total_tokens,
             total_bytes=window.total_bytes,
@@ -312,8 +353,10 @@ class Session(ContextMixin, CompactionMixin):
         """
         if isinstance(message, dict) and message.get("id") is None:
             validate_message(message, generate_id=False)
-        msg = self._prepare_message(message)
-        await self._store.update(self._key, msg, tokens=self.count_message_tokens([msg]))
+        item = new_message(
+            message, max_message_bytes=self.max_message_bytes, tokenizer=self._tokenizer
+        )
+        await self._store.update(self._key, item.message, tokens=item.tokens)
 
     async def delete_messages(self, ids: Sequence[str]) -> int:
         """Delete messages, re-attaching their children to their parents."""
@@ -328,7 +371,7 @@ class Session(ContextMixin, CompactionMixin):
     async def clear_messages(self) -> None:
         """Remove every message, compaction, search row and loaded skill; refresh the prompt."""
         await self._store.clear(self._key)
-        await self._after_clear()
+        await self.blocks.refresh_system_prompt()
 
     async def search(
         self,
@@ -339,7 +382,7 @@ class Session(ContextMixin, CompactionMixin):
         mode: str | None = None,
         semantic_weight: float = DEFAULT_SEMANTIC_WEIGHT,
     ) -> list[SearchResult]:
-        """Search this session (DESIGN §5): a question or keywords.
+        """Search this session: a question or keywords.
 
         Args:
             query: words, ``"phrases"`` (always required), ``prefix*``; never a syntax error.
@@ -370,24 +413,142 @@ class Session(ContextMixin, CompactionMixin):
             semantic_weight=semantic_weight,
         )
 
+    # ---- context memory (delegated to self.blocks) ------------------------------------------
+    @block_arguments
+    async def add_context(self, spec: BlockSpec) -> ContextBlock:
+        """Add (or reconfigure) a block at run time; same arguments as :meth:`with_context`.
 
-def _check_name(value: Any, field: str) -> None:
-    # The stores' own check, so a Session refuses exactly what the backends refuse.
-    check_name(value, field)
+        The block is usable at once (reads, writes, tools); it appears in the frozen system
+        prompt from the next :meth:`refresh_system_prompt`.
+        """
+        return await self.blocks.add_context(spec)
 
+    async def remove_context(self, label: str) -> None:
+        """Stop using a block in this session. Stored content is kept (adding the label back
+        brings it back); the frozen prompt changes at the next refresh.
 
-def _make_spec(
-    label: str, description: str | None, max_tokens: int | None, provider: Any, scope: Scope
-) -> BlockSpec:
-    _check_name(label, "label")
-    if scope not in ("session", "namespace"):
-        raise ValueError(f"scope must be 'session' or 'namespace', got {scope!r}")
-    if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens <= 0):
-        raise ValueError("max_tokens must be a positive integer")
-    return BlockSpec(
-        label=label,
-        description=description,
-        max_tokens=max_tokens,
-        provider=as_provider(provider),
-        scope=scope,
-    )
+        Raises:
+            BlockNotFoundError: no block has that label.
+        """
+        await self.blocks.remove_context(label)
+
+    async def get_context_block(self, label: str) -> ContextBlock | None:
+        """The block as it is now (its provider's current content), or ``None`` if no block
+        has that label."""
+        return await self.blocks.get_context_block(label)
+
+    async def get_context_blocks(self) -> list[ContextBlock]:
+        """Every configured block, in registration order, with current content."""
+        return await self.blocks.get_context_blocks()
+
+    async def get_context_provider(self, label: str) -> Any:
+        """The provider this session uses for ``label`` — for store-backed providers the copy
+        bound to this session, e.g. to fill a knowledge base:
+        ``await (await s.get_context_provider("knowledge")).set("key", "text")``.
+
+        Raises:
+            BlockNotFoundError: no block has that label.
+        """
+        return await self.blocks.get_context_provider(label)
+
+    async def replace_context_block(self, label: str, content: str) -> ContextBlock:
+        """Replace the content of a writable block.
+
+        Returns:
+            The block after the write. The frozen system prompt is unchanged.
+
+        Raises:
+            BlockNotFoundError: no block has that label.
+            ReadOnlyBlockError: the block is not writable.
+            TokenBudgetError: the content exceeds the block's ``max_tokens``; nothing changed.
+        """
+        return await self.blocks.replace_context_block(label, content)
+
+    async def append_context_block(self, label: str, content: str) -> ContextBlock:
+        """Append to a writable block (joined with ``"\\n"`` unless the block is empty or
+        ``content`` starts with a newline). The budget applies to the result. For store-backed
+        blocks this is one atomic read-modify-write, safe across processes.
+
+        Raises:
+            BlockNotFoundError: no block has that label.
+            ReadOnlyBlockError: the block is not writable.
+            TokenBudgetError: the result would exceed ``max_tokens``; nothing changed.
+        """
+        return await self.blocks.append_context_block(label, content)
+
+    async def render_system_prompt(self) -> str:
+        """Render the blocks as they are now, without freezing or storing anything."""
+        return await self.blocks.render_system_prompt()
+
+    async def freeze_system_prompt(self) -> str:
+        """The frozen system prompt: rendered on the first call, then identical until
+        :meth:`refresh_system_prompt`, even after blocks are written. With
+        ``with_cached_prompt()`` it is stored per (namespace, session), and a new process
+        returns the stored prompt without calling any provider."""
+        return await self.blocks.freeze_system_prompt()
+
+    async def refresh_system_prompt(self) -> str:
+        """Reload every provider, re-render, store (with ``with_cached_prompt()``) and return
+        the new frozen prompt."""
+        return await self.blocks.refresh_system_prompt()
+
+    async def get_loaded_skills(self) -> list[tuple[str, str]]:
+        """``(label, key)`` of the skills currently loaded in this session."""
+        return await self.blocks.get_loaded_skills()
+
+    async def tools(self) -> ToolSet:
+        """The memory tools for the blocks present: ``set_context``, ``load_context``,
+        ``unload_context``, ``search_context``. Every tool returns ``"Error: <reason>"``
+        instead of raising."""
+        return await self.blocks.tools()
+
+    # ---- compaction (delegated to self.compactor) -------------------------------------------
+    async def get_compactions(self) -> list[Compaction]:
+        """Every overlay of this session in creation order, superseded and reverted included."""
+        return await self.compactor.get_compactions()
+
+    async def add_compaction(self, summary: str, from_id: str, to_id: str) -> Compaction:
+        """Store a summary overlay over the path range ``from_id``..``to_id``.
+
+        Older overlays of that path lying inside the new range are marked superseded by it.
+        A virtual summary id (``compaction_<id>``) stands for the start (as ``from_id``) or the
+        end (as ``to_id``) of that overlay's range.
+
+        Raises:
+            MessageNotFoundError: either id does not exist in this session.
+            ValueError: the ids are not on one path with ``from_id`` at or before ``to_id``, or
+                the summary is not a non-blank string.
+        """
+        return await self.compactor.add_compaction(summary, from_id, to_id)
+
+    async def expand_compaction(self, compaction_id: int) -> list[dict[str, Any]]:
+        """The original stored messages behind a summary, oldest first.
+
+        Raises:
+            CompactionError: no compaction with that id in this session.
+        """
+        return await self.compactor.expand_compaction(compaction_id)
+
+    async def revert_compaction(self, compaction_id: int) -> Compaction:
+        """Undo one compaction: history reads as before it was added (overlays it superseded
+        apply again). The row is kept, marked reverted; returns it.
+
+        Raises:
+            CompactionError: no compaction with that id in this session.
+        """
+        return await self.compactor.revert_compaction(compaction_id)
+
+    async def compact(self, leaf_id: str | None = None) -> Compaction | None:
+        """Run the registered compaction function on ``get_history(leaf_id)``.
+
+        The returned range is validated, extended to the start of the oldest overlay visible
+        on the path (one growing summary per branch) and stored; the system prompt is then
+        refreshed. Returns the stored overlay, or ``None`` when the function returned ``None``.
+
+        Raises:
+            CompactionError: no function registered (``on_compaction``), or it returned an
+                invalid result: a range not on the path, or a summary without content. Nothing
+                is stored then.
+            MessageNotFoundError: unknown ``leaf_id``.
+        """
+        return await self.compactor.compact(leaf_id)

@@ -43,6 +43,7 @@ import anyio
 from anyio.from_thread import BlockingPortal
 
 import mindstore
+from mindstore._async import maybe_await
 from mindstore.context import StoreSearchProvider as _AsyncStoreSearchProvider
 from mindstore.context import StoreSkillProvider as _AsyncStoreSkillProvider
 from mindstore.manager import SessionManager as _AsyncSessionManager
@@ -121,10 +122,7 @@ class Loop:
             raise RuntimeError("this mindstore.sync object is closed (its store was closed)")
 
         async def run() -> Any:
-            result = fn(*args)
-            if inspect.isawaitable(result):
-                result = await result
-            return result
+            return await maybe_await(fn(*args))
 
         return asyncio.run_coroutine_threadsafe(run(), loop)
 

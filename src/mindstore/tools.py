@@ -17,11 +17,12 @@ Adapters render the set for each model API: :meth:`ToolSet.to_openai` (Chat Comp
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from mindstore._async import maybe_await
 
 __all__ = ["Tool", "ToolSet"]
 
@@ -130,9 +131,7 @@ class ToolSet(Mapping[str, Tool]):
             problem = _check_arguments(tool.parameters, args)
             if problem is not None:
                 return f"Error: {problem}"
-            result = tool.execute(args)
-            if inspect.isawaitable(result):
-                result = await result
+            result = await maybe_await(tool.execute(args))
             if isinstance(result, str):
                 return result
             if result is None:

@@ -84,7 +84,8 @@ def test_demo_human_output_and_default_temp_folder(run: Invoke) -> None:
     out = result.stdout
     for heading in ("A conversation is a tree", "Full-text search", "Explore it yourself"):
         assert heading in out
-    assert "branch 2" in out and "a2-regen" in out
+    # The tour draws the tree with the `tree` command's drawing (render.draw_tree).
+    assert "branch 2 of 2" in out and "a2-regen" in out and "◀ latest" in out
     db = next(
         line.split("database: ", 1)[1].strip(" │")
         for line in out.splitlines()

@@ -146,7 +146,8 @@ def test_a_default_namespace_file_without_shared_blocks_needs_no_flag(
 
 
 def test_scope_import_policy() -> None:
-    from mindstore.cli.transfer import ImportScopeError, parse_export, scope_import
+    from mindstore.cli.transfer import ImportScopeError, scope_import
+    from mindstore.formats.export import parse_export
 
     other = parse_export(crafted("victim").splitlines(keepends=True))
     default = parse_export(crafted("default").splitlines(keepends=True))

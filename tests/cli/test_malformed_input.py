@@ -315,12 +315,12 @@ def test_sessions_says_when_more_pages_exist(db: Path) -> None:
 def test_last_resort_handler_turns_a_bug_into_one_line(
     db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import mindstore.cli.app as app
+    import mindstore.cli.sessions as sessions
 
     def boom(*_args: Any) -> Any:
         raise ZeroDivisionError("division by zero\nsecond line")
 
-    monkeypatch.setattr(app, "build_tree", boom)
+    monkeypatch.setattr(sessions, "build_tree", boom)
     result = _invoke(["--db", db, "tree", "chat"])
     assert result.exit_code == 1
     assert "Traceback" not in result.stderr

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from mindstore.cli.transfer import parse_export
+from mindstore.formats.export import parse_export
 from mindstore.store.base import NewMessage, SessionKey
 from mindstore.store.sqlite import SQLiteStore
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from mindstore.cli.transfer import export_lines, import_data, parse_export, read_export
+from mindstore.cli.transfer import import_data, read_export
+from mindstore.formats.export import export_lines, parse_export
 from mindstore.session import Session
 from mindstore.store.base import NewMessage, ScopeKey, SessionKey, Store
 

@@ -21,8 +21,9 @@ import pytest
 
 from backends import close_test_store, open_test_store, reopen_test_store
 from mindstore import SessionManager
-from mindstore.cli.transfer import export_lines, import_data, parse_export, read_export
+from mindstore.cli.transfer import import_data, read_export
 from mindstore.errors import ConflictError
+from mindstore.formats.export import export_lines, parse_export
 from mindstore.manager import SPLIT_CONTEXT_PREFIX
 from mindstore.store.base import NewMessage, ScopeKey, SessionKey, Store
 

@@ -45,8 +45,9 @@ from typing import Any
 from crash_harness import _settle, _writer_target, lexical_index_problems
 
 from mindstore import SessionManager
-from mindstore.cli.transfer import export_lines, import_data, parse_export, read_export
+from mindstore.cli.transfer import import_data, read_export
 from mindstore.errors import ConflictError
+from mindstore.formats.export import export_lines, parse_export
 from mindstore.manager import SPLIT_CONTEXT_PREFIX
 from mindstore.store.base import NewMessage, ScopeKey, SessionKey, Store
 

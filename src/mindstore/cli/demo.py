@@ -1,6 +1,9 @@
 """``mindstore demo``: a scripted end-to-end tour on a fresh SQLite file.
 
-No network, no API key, a few seconds. The "model" is this script: it appends the messages an
+No network, no API key, a few seconds. It never writes into an existing file: ``--db PATH``
+must name a new one (a ``--db`` given to the group counts, a ``MINDSTORE_DB`` in the
+environment does not). A section that fails is reported and the tour goes on; the command then
+exits 1 naming the failed sections. The "model" is this script: it appends the messages an
 agent would produce and calls the generated tools the way a model would. Each section uses only
 the public API, so the tour doubles as a readable example. A section whose feature is not
 available in this build is reported as skipped instead of failing the tour.
@@ -17,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import click
 from rich.console import Console
 from rich.padding import Padding
 from rich.panel import Panel
@@ -28,9 +32,10 @@ from rich.tree import Tree
 from mindstore.errors import MindstoreError
 from mindstore.store.base import SessionKey, Store
 
-from .render import TreeNode, build_tree, message_preview, shorten
+from .common import CliError, Out, current_env, json_option, run
+from .render import build_tree, draw_tree, message_preview, shorten
 
-__all__ = ["run_demo"]
+__all__ = ["demo", "run_demo"]
 
 SKILL_MD = """\
 ---
@@ -153,36 +158,45 @@ class Tour:
         self.say(Text(f"(skipped: {why})", style="yellow"))
 
 
-def _draw_tree(roots: list[TreeNode]) -> Tree:
-    top = Tree(Text("conversation tree", style="bold"))
-    stack: list[tuple[Tree, TreeNode]] = [(top, r) for r in reversed(roots)]
-    while stack:
-        parent, node = stack.pop()
-        label = Text.assemble((node.role, "bold"), " ", (node.id, "dim"), " ")
-        label.append(shorten(node.preview, 60), style="dim" if node.compactions else "")
-        for cid in node.starts:
-            label.append(f"  ⟦ compaction #{cid} from here", style="magenta")
-        for cid in node.ends:
-            label.append(f"  ⟧ to here (compaction #{cid})", style="magenta")
-        if node.latest_leaf:
-            label.append("  ◀ latest", style="bold yellow")
-        item = parent.add(label)
-        if len(node.children) == 1:
-            stack.append((parent, node.children[0]))
-        elif node.children:
-            subs = [
-                item.add(Text(f"branch {i}", style="blue"))
-                for i in range(1, len(node.children) + 1)
-            ]
-            stack.extend(reversed(list(zip(subs, node.children, strict=True))))
-    return top
-
-
 async def _tree(store: Store, key: SessionKey) -> Tree:
     rows = await store.all_messages(key)
     comps = await store.get_compactions(key)
     leaf = await store.latest_leaf(key)
-    return _draw_tree(build_tree(rows, comps, leaf.id if leaf else None))
+    return draw_tree(
+        build_tree(rows, comps, leaf.id if leaf else None), "conversation tree", width=60
+    )
+
+
+@click.command()
+@click.option(
+    "--db",
+    "demo_db",
+    metavar="PATH",
+    default=None,
+    help="SQLite file to write the tour into (default: a fresh file in a temporary folder).",
+)
+@json_option
+def demo(demo_db: str | None) -> None:
+    """A scripted end-to-end tour on a fresh SQLite file (no network, no API key)."""
+    env = current_env()
+    if demo_db is None and env.db_given:
+        demo_db = env.db
+    if demo_db is not None:
+        if demo_db.startswith(("postgresql://", "postgres://")):
+            raise CliError(
+                "demo runs on a fresh SQLite file; pass --db PATH (not a PostgreSQL URL)"
+            )
+        if demo_db.startswith("sqlite://"):
+            rest = demo_db[len("sqlite://") :]
+            demo_db = rest[1:] if rest.startswith("/") else rest
+    out = Out()
+    console = out.console if out.terminal else Console(highlight=False, no_color=True, width=100)
+    summary = run(run_demo(demo_db, console=None if env.json else console))
+    if env.json:
+        out.json(summary)
+    failed = [name for name, s in summary["sections"].items() if "error" in s]
+    if failed:
+        raise CliError(f"demo: section(s) failed: {', '.join(failed)}")
 
 
 async def run_demo(db: str | None, *, console: Console | None) -> dict[str, Any]:

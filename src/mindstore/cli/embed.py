@@ -1,4 +1,8 @@
-"""``mindstore embed [--rebuild]`` and the embedder option of ``search --mode`` (DESIGN §5.2)."""
+"""``mindstore embed [--rebuild]`` and the embedder option of ``search --mode``.
+
+The embedder is named by a spec string (``--embedder`` or ``MINDSTORE_EMBEDDER``), so ``embed``
+and ``search --mode semantic|hybrid`` use the same vectors when given the same spec.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from rich.text import Text
 
 from mindstore.embeddings import Embedder, OpenAIEmbedder, default_embedder
 
-from .app import CliError, Out, _env, _run, cli, json_option, opened
+from .common import CliError, Out, current_env, json_option, opened, run
 
 __all__ = ["cli_embedder", "embed", "embedder_option"]
 
@@ -57,7 +61,7 @@ class _RateColumn(ProgressColumn):
         return Text("-- texts/s" if speed is None else f"{speed:,.1f} texts/s")
 
 
-@cli.command()
+@click.command()
 @click.option("--rebuild", is_flag=True, help="Drop every stored vector and embed all again.")
 @click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1))
 @embedder_option
@@ -65,7 +69,7 @@ class _RateColumn(ProgressColumn):
 def embed(rebuild: bool, batch_size: int, embedder_spec: str) -> None:
     """Embed the messages that have no vector of the embedder yet (every namespace), for
     semantic and hybrid search. Safe to interrupt: finished batches are kept."""
-    env = _env()
+    env = current_env()
     embedder = cli_embedder(embedder_spec)
 
     async def go() -> tuple[int, int]:
@@ -90,7 +94,7 @@ def embed(rebuild: bool, batch_size: int, embedder_spec: str) -> None:
                 )
             return done, dropped
 
-    done, dropped = _run(go())
+    done, dropped = run(go())
     out = Out()
     if env.json:
         out.json({"embedded": done, "dropped": dropped, "embedder": embedder.name})

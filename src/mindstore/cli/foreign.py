@@ -5,7 +5,7 @@ The file is either one JSON document — a list of messages/items, or the reques
 holds them (``{"messages": [...]}`` for Chat Completions, ``{"input": [...]}`` for Responses,
 ``{"system": ..., "messages": [...]}`` for Anthropic) — or JSON Lines with one message/item per
 line. It is converted with the whole-history converters of :mod:`mindstore.formats` (roles
-kept, tool results joined to their calls) into an :class:`~mindstore.cli.transfer.ExportData`
+kept, tool results joined to their calls) into an :class:`~mindstore.formats.export.ExportData`
 of one chain of messages, which the ordinary import path validates and writes: the whole file
 is checked before the database is touched, and the first problem is reported as ``line N: …``.
 """
@@ -24,11 +24,10 @@ from mindstore.formats import (
     from_openai_chat_messages,
     from_openai_responses_items,
 )
+from mindstore.formats.export import ExportData, ExportFormatError
 from mindstore.messages import dumps
 from mindstore.store.base import NewMessage
 from mindstore.tokens import estimate_message_tokens
-
-from .transfer import ExportData, ExportFormatError
 
 __all__ = ["FOREIGN_FORMATS", "foreign_session_id", "parse_foreign"]
 

@@ -14,6 +14,10 @@ import sys
 
 import click
 
+from mindstore.store import check_name
+
+from .common import current_env, opened
+
 __all__ = ["mcp_command"]
 
 DEFAULT_PORT = 8808
@@ -52,12 +56,10 @@ def mcp_command(session_id: str | None, config_path: str | None, http: bool, por
     Stdio by default (for Claude Desktop and other MCP clients that start the server);
     --http serves http://127.0.0.1:PORT/mcp.
     """
-    from mindstore.cli.app import _env, opened
     from mindstore.errors import ConfigError
     from mindstore.integrations.mcp_config import DEFAULT_BLOCKS, ServerConfig, load_config
-    from mindstore.store._checks import check_name
 
-    env = _env()
+    env = current_env()
     try:
         config = load_config(config_path) if config_path else ServerConfig(blocks=DEFAULT_BLOCKS)
     except ConfigError as exc:

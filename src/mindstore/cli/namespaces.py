@@ -10,7 +10,7 @@ import click
 
 from mindstore.manager import SessionManager
 
-from .app import CliError, Out, _env, _run, cli, json_option, opened
+from .common import CliError, Out, current_env, json_option, opened, run
 
 __all__ = ["delete_namespace"]
 
@@ -37,7 +37,7 @@ def summary(counts: dict[str, int]) -> str:
     return ", ".join(words)
 
 
-@cli.command(name="delete-namespace")
+@click.command(name="delete-namespace")
 @click.argument("namespace")
 @click.option("--yes", "-y", is_flag=True, help="Delete without asking.")
 @json_option
@@ -45,7 +45,7 @@ def delete_namespace(namespace: str, yes: bool) -> None:
     """Delete EVERYTHING of NAMESPACE: sessions, messages, compactions, blocks, knowledge and
     skill entries, search rows, frozen prompts, skill states and usage. One transaction;
     other namespaces are untouched. Cannot be undone."""
-    env = _env()
+    env = current_env()
     if not namespace or len(namespace) > 256 or "\x00" in namespace:
         raise click.UsageError("NAMESPACE must be a non-empty name of at most 256 characters")
 
@@ -54,7 +54,7 @@ def delete_namespace(namespace: str, yes: bool) -> None:
             return await SessionManager(store, namespace=namespace).count()
 
     if not yes:
-        sessions = _run(count())
+        sessions = run(count())
         try:
             confirmed = click.confirm(
                 f"Delete namespace {namespace!r} ({sessions} sessions) and everything in it? "
@@ -73,7 +73,7 @@ def delete_namespace(namespace: str, yes: bool) -> None:
         async with opened(env) as store:
             return await SessionManager(store, namespace=namespace).delete_namespace()
 
-    counts = _run(go())
+    counts = run(go())
     out = Out()
     if env.json:
         out.json({"namespace": namespace, "deleted": counts})

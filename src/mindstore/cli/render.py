@@ -1,5 +1,9 @@
-"""Pure helpers for the ``mindstore`` command: one-line previews of messages, JSON-safe values
-and the branch tree of a session. No I/O here, so it is tested without a terminal or database.
+"""Pure helpers for the ``mindstore`` command: one-line previews of messages, JSON-safe values,
+the branch tree of a session and its drawing. No I/O here (rich objects are built, never
+printed), so it is tested without a terminal or database.
+
+The tree is built and drawn without recursion (conversations can be deeper than Python's
+recursion limit); the drawing is the one the ``tree`` command and the demo both print.
 """
 
 from __future__ import annotations
@@ -11,21 +15,34 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from rich.text import Text
+from rich.tree import Tree
+
 from mindstore.messages import is_tool_part, tool_name
 from mindstore.store.base import Compaction, StoredMessage
 
 __all__ = [
+    "ROLE_STYLES",
     "TreeNode",
     "active_compactions",
     "build_tree",
     "covered_ids",
+    "draw_tree",
     "flatten_tree",
     "message_preview",
     "plural",
+    "role_text",
     "shorten",
     "to_jsonable",
     "visible",
 ]
+
+ROLE_STYLES = {
+    "user": "bold cyan",
+    "assistant": "bold green",
+    "system": "bold magenta",
+    "tool": "yellow",
+}
 
 # C0 controls and DEL → their Unicode "control pictures" (ESC → ␛), one character each so
 # widths are kept; C1 controls and the bidirectional overrides/isolates (which can make text
@@ -198,3 +215,43 @@ def build_tree(
             nodes[comp.from_message_id].starts.append(comp.id)
             nodes[comp.to_message_id].ends.append(comp.id)
     return roots
+
+
+def role_text(role: str) -> Text:
+    """A role name in its colour."""
+    return Text(role, style=ROLE_STYLES.get(role, ""))
+
+
+def _tree_label(node: TreeNode, width: int) -> Text:
+    label = Text.assemble(role_text(visible(node.role)), " ", (visible(node.id), "dim"), " ")
+    label.append(visible(shorten(node.preview, width)), style="dim" if node.compactions else "")
+    for cid in node.starts:
+        label.append(f"  ⟦ compaction #{cid} from here", style="magenta")
+    for cid in node.ends:
+        label.append(f"  ⟧ to here (compaction #{cid})", style="magenta")
+    if node.compactions and not node.starts and not node.ends:
+        label.append("  ⟦compacted⟧", style="magenta dim")
+    if node.latest_leaf:
+        label.append("  ◀ latest", style="bold yellow")
+    return label
+
+
+def draw_tree(roots: Sequence[TreeNode], title: str, *, width: int) -> Tree:
+    """The drawing of a message tree under ``title``: a chain is drawn flat; at a branch point
+    each child's chain gets its own numbered sub-tree. Each message shows its role, id,
+    ``width`` characters of text, the compaction overlays that start, end or cover it and the
+    latest leaf. Stored text is shown with :func:`visible`."""
+    top = Tree(Text(visible(title), style="bold"))
+    stack: list[tuple[Tree, TreeNode]] = [(top, r) for r in reversed(roots)]
+    while stack:
+        parent, node = stack.pop()
+        item = parent.add(_tree_label(node, width))
+        if len(node.children) == 1:
+            stack.append((parent, node.children[0]))
+        elif node.children:
+            subs = [
+                item.add(Text(f"branch {i} of {len(node.children)}", style="bold blue"))
+                for i in range(1, len(node.children) + 1)
+            ]
+            stack.extend(reversed(list(zip(subs, node.children, strict=True))))
+    return top

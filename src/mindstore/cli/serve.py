@@ -1,4 +1,4 @@
-"""``mindstore serve``: the read-only web viewer (DESIGN §12, docs/viewer.md).
+"""``mindstore serve``: the read-only web viewer (docs/viewer.md).
 
 ``mindstore demo && mindstore serve`` works: when no database was named (no ``--db``, no
 ``MINDSTORE_DB``) and there is no ``./mindstore.db``, ``serve`` shows the newest database a

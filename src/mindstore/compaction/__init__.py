@@ -5,7 +5,13 @@
 * :mod:`.truncation` — :func:`truncate_older_messages` (shape-keeping shrink of old outputs);
 * :mod:`.rowlimit` — the row-size limit applied on append and update;
 * :mod:`.extractive` — :func:`extractive_summarize`, an offline summariser for demos and tests;
-* :mod:`.session_compaction` — the ``Session`` methods (``add_compaction``, ``compact``, …).
+* :mod:`.reader` — :class:`~mindstore.compaction.reader.HistoryReader`, stored rows as the
+  model sees them (skill unloads, then overlays);
+* :mod:`.session_compaction` — :class:`~mindstore.compaction.session_compaction.Compactor`, a
+  session's compaction (``add_compaction``, ``compact``, automatic compaction).
+
+Nothing here imports :mod:`mindstore.session`; the compactor reaches the session's system prompt
+through the small :class:`~mindstore.compaction.session_compaction.SystemPrompt` protocol.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""``create_compact_function``: the default compaction planner (DESIGN §6.3). Pure apart from the
-user's ``summarize`` callable.
+"""``create_compact_function``: the default compaction planner. Pure apart from the user's
+``summarize`` callable.
 
 Given the active path (overlays applied), the planner keeps a protected head and a recent tail
 and asks ``summarize(prompt)`` for a summary of the middle. The result is a
@@ -26,12 +26,12 @@ starts where the old one started (one growing summary per branch).
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mindstore._async import maybe_await
 from mindstore.compaction.overlays import is_compaction_message
 from mindstore.messages import is_tool_part, tool_name
 from mindstore.tokens import estimate_message_tokens
@@ -80,12 +80,6 @@ class CompactContext:
     session_id: str = "default"
     namespace: str = "default"
     leaf_id: str | None = None
-
-
-async def _maybe_await(value: Any) -> Any:
-    if inspect.isawaitable(value):
-        return await value
-    return value
 
 
 # ---- tool call analysis ------------------------------------------------------------------------
@@ -235,7 +229,7 @@ def create_compact_function(
     min_tail_messages: int = 2,
     token_counter: Callable[[Mapping[str, Any]], int | Awaitable[int]] | None = None,
 ) -> Callable[[list[dict[str, Any]], Any], Awaitable[CompactResult | None]]:
-    """Build a compaction function for :meth:`Session.on_compaction` (DESIGN §6.3).
+    """Build a compaction function for :meth:`Session.on_compaction`.
 
     Args:
         summarize: ``summarize(prompt) -> str``, sync or async (your model call).
@@ -258,10 +252,10 @@ def create_compact_function(
 
     async def count(message: Mapping[str, Any], context: Any) -> int:
         if token_counter is not None:
-            return int(await _maybe_await(token_counter(message)))
+            return int(await maybe_await(token_counter(message)))
         ctx_counter = getattr(context, "token_counter", None)
         if ctx_counter is not None:
-            return int(await _maybe_await(ctx_counter([message], "")))
+            return int(await maybe_await(ctx_counter([message], "")))
         return estimate_message_tokens([message])
 
     async def compact(messages: list[dict[str, Any]], context: Any = None) -> CompactResult | None:
@@ -308,7 +302,7 @@ def create_compact_function(
         prompt = build_summary_prompt(
             fresh, target_tokens=target, previous_summary=previous_summary
         )
-        summary = await _maybe_await(summarize(prompt))
+        summary = await maybe_await(summarize(prompt))
         if not isinstance(summary, str):
             raise TypeError(f"summarize() must return a string, got {type(summary).__name__}")
         return CompactResult(

@@ -1,4 +1,11 @@
-"""CompactionMixin: the compaction half of :class:`~mindstore.Session` (DESIGN §6).
+"""Compactor: a session's compaction — overlays, ``compact()`` and automatic compaction.
+
+A :class:`~mindstore.Session` holds one :class:`Compactor`, built with the session's store and
+key, its tokenizer, the :class:`~mindstore.compaction.reader.HistoryReader` that presents its
+paths and the source of its system prompt (the session's context blocks). The session's
+compaction methods (``add_compaction``, ``compact``, ``on_compaction``, ``compact_after``, …)
+delegate to it; ``SessionManager`` and the integrations call :meth:`Compactor.after_append`
+after their own appends.
 
 Invariants:
 
@@ -32,28 +39,21 @@ Invariants:
 
 from __future__ import annotations
 
-import inspect
 import logging
 import re
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
 
+from mindstore._async import maybe_await
 from mindstore.compaction.compact_function import CompactContext, CompactResult
-from mindstore.compaction.overlays import (
-    COMPACTION_ID_PREFIX,
-    apply_overlays,
-    resolve_overlays,
-)
-from mindstore.compaction.rowlimit import enforce_row_limit
+from mindstore.compaction.overlays import COMPACTION_ID_PREFIX, resolve_overlays
+from mindstore.compaction.reader import HistoryReader
 from mindstore.errors import CompactionError, MessageNotFoundError
 from mindstore.messages import validate_id
-from mindstore.store.base import Compaction, SessionKey, Store, StoredMessage, TokenEstimate
-from mindstore.tokens import estimate_string_tokens
+from mindstore.store.base import Compaction, SessionKey, Store, TokenEstimate
+from mindstore.tokens import Tokenizer, estimate_message_tokens, estimate_string_tokens
 
-if TYPE_CHECKING:
-    from mindstore.tokens import Tokenizer
-
-__all__ = ["BACKOFF_FRACTION", "CompactionMixin", "summary_has_content"]
+__all__ = ["BACKOFF_FRACTION", "Compactor", "SystemPrompt", "summary_has_content"]
 
 logger = logging.getLogger("mindstore")
 
@@ -75,44 +75,66 @@ def summary_has_content(summary: str) -> bool:
     return False
 
 
-async def _maybe_await(value: Any) -> Any:
-    if inspect.isawaitable(value):
-        return await value
-    return value
+class SystemPrompt(Protocol):
+    """The session's system prompt, as compaction needs it: measured with the path, and
+    refreshed after a compaction (the session's context blocks provide it)."""
+
+    async def freeze_system_prompt(self) -> str: ...
+
+    async def refresh_system_prompt(self) -> str: ...
 
 
-class CompactionMixin:
-    """Compaction operations of :class:`~mindstore.Session`; see the module docstring."""
+class Compactor:
+    """The compaction of one session; see the module docstring."""
 
-    if TYPE_CHECKING:
-        _store: Store
-        _key: SessionKey
-        _tokenizer: Tokenizer | None
-        max_message_bytes: int
-        _compact_fn: Callable[..., Any] | None
-        _compact_threshold: int | None
-        _compact_token_counter: Callable[..., Any] | None
-        _compaction_error_handler: Callable[[BaseException], Any] | None
-
-        async def freeze_system_prompt(self) -> str: ...
-        async def refresh_system_prompt(self) -> str: ...
-        async def _apply_skill_unloads(
-            self, rows: list[StoredMessage], messages: list[dict[str, Any]]
-        ) -> list[dict[str, Any]]: ...
-        def count_message_tokens(self, messages: Sequence[dict[str, Any]]) -> int: ...
-        async def get_history(self, leaf_id: str | None = None) -> list[dict[str, Any]]: ...
-
-    # ---- hooks called by Session ---------------------------------------------------------------
-    def _init_compaction_state(self) -> None:
+    def __init__(
+        self,
+        store: Store,
+        key: SessionKey,
+        *,
+        tokenizer: Tokenizer | None,
+        reader: HistoryReader,
+        prompt: SystemPrompt,
+    ) -> None:
+        self._store = store
+        self._key = key
+        self._tokenizer = tokenizer
+        self._reader = reader
+        self._prompt = prompt
+        # configuration (the session's builder methods)
+        self._fn: Callable[..., Any] | None = None
+        self._threshold: int | None = None
+        self._token_counter: Callable[..., Any] | None = None
+        self._error_handler: Callable[[BaseException], Any] | None = None
+        # run-time state
         self._prompt_tokens: tuple[str, int] | None = None
         self._auto_compacting = False
 
-    def _enforce_row_limit(self, message: dict[str, Any]) -> dict[str, Any]:
-        return enforce_row_limit(message, self.max_message_bytes)
+    # ---- configuration (no I/O) -------------------------------------------------------------
+    def on_compaction(self, fn: Callable[..., Any]) -> None:
+        if not callable(fn):
+            raise TypeError("on_compaction takes a callable fn(messages, context)")
+        self._fn = fn
 
-    async def _after_append(self, message: dict[str, Any]) -> None:
-        """Automatic compaction check after a fresh insert. Never raises."""
-        threshold = self._compact_threshold
+    def compact_after(self, threshold: int, token_counter: Callable[..., Any] | None) -> None:
+        if isinstance(threshold, bool) or not isinstance(threshold, int | float) or threshold <= 0:
+            raise ValueError("compact_after threshold must be a positive number of tokens")
+        if token_counter is not None and not callable(token_counter):
+            raise TypeError("token_counter must be a callable counter(messages, system_prompt)")
+        self._threshold = threshold
+        self._token_counter = token_counter
+
+    def on_compaction_error(self, handler: Callable[[BaseException], Any | Awaitable[Any]]) -> None:
+        if not callable(handler):
+            raise TypeError("on_compaction_error takes a callable handler(error)")
+        self._error_handler = handler
+
+    # ---- automatic compaction -------------------------------------------------------------------
+    async def after_append(self, message: dict[str, Any]) -> None:
+        """The automatic compaction check after a fresh insert of ``message`` (call it after
+        every append that inserted; for a batch, once with its last new message). Never
+        raises: errors go to the ``on_compaction_error`` handler, else the log."""
+        threshold = self._threshold
         if threshold is None or self._auto_compacting:
             return
         try:
@@ -130,7 +152,7 @@ class CompactionMixin:
             if stored is not None:
                 await self._after_auto_compaction(mid, threshold, before)
         except Exception as exc:
-            await self._report_compaction_error(exc)
+            await self._report_error(exc)
 
     async def _measure(
         self, mid: str, est: TokenEstimate | None, *, force: bool = False
@@ -138,16 +160,16 @@ class CompactionMixin:
         """(context tokens — the overlaid path to ``mid`` plus the system prompt —, the path's
         built-in estimate). Uses the store's running estimate when it is for ``mid``; otherwise
         recomputes it and stores it back (unless ``force``: the caller stores it)."""
-        counter = self._compact_token_counter
+        counter = self._token_counter
         if counter is None and not force and est is not None and est.leaf_id == mid:
             assert est.tokens is not None
             path_tokens = est.tokens
         else:
-            history = await self.get_history(mid)
-            path_tokens = self.count_message_tokens(history)
+            history = await self._reader.history(mid)
+            path_tokens = estimate_message_tokens(history, self._tokenizer)
             if counter is not None:
-                prompt = await self.freeze_system_prompt()
-                return int(await _maybe_await(counter(history, prompt))), path_tokens
+                prompt = await self._prompt.freeze_system_prompt()
+                return int(await maybe_await(counter(history, prompt))), path_tokens
             if est is not None and est.tokens is None and not force:
                 # (an estimate known for another leaf is a newer writer's: left alone)
                 await self._store.set_token_estimate(
@@ -158,7 +180,7 @@ class CompactionMixin:
                     floor=est.floor,
                     margin=est.margin,
                 )
-        prompt_tokens = self._system_prompt_tokens(await self.freeze_system_prompt())
+        prompt_tokens = self._system_prompt_tokens(await self._prompt.freeze_system_prompt())
         return path_tokens + prompt_tokens, path_tokens
 
     async def _after_auto_compaction(
@@ -184,7 +206,7 @@ class CompactionMixin:
             margin=margin,
         )
         if floor is not None and (before is None or before.margin is None):
-            await self._report_compaction_notice(
+            await self._report_notice(
                 CompactionError(
                     f"automatic compaction of session {self._key.session_id!r} left {tokens} "
                     f"tokens, still above the compact_after threshold of {threshold}: the "
@@ -195,45 +217,13 @@ class CompactionMixin:
                 )
             )
 
-    async def _present(
-        self, rows: list[StoredMessage], *, window: bool = False
-    ) -> list[dict[str, Any]]:
-        """Stored rows → what a reader sees: skill unloads, then compaction overlays.
-
-        Skill unloads are applied first, while rows and messages still correspond one to one;
-        the overlays then replace whole ranges (their content is not shown anyway).
-        """
-        messages = await self._apply_skill_unloads(rows, [r.message for r in rows])
-        if not rows:
-            return messages
-        compactions = await self._store.get_compactions(self._key)
-        if not compactions:
-            return messages
-        if window and _window_needs_full_path(rows, compactions):
-            # Overlapping overlays that begin before the window: resolve them on the whole path
-            # so the window is exactly a suffix of get_history (rare; only manual overlaps).
-            full = await self._store.path(self._key, rows[-1].id)
-            full_messages = await self._apply_skill_unloads(full, [r.message for r in full])
-            return apply_overlays(full_messages, compactions, start=len(full) - len(rows))
-        return apply_overlays(messages, compactions, partial_start=window)
-
-    # ---- public API ------------------------------------------------------------------------------
+    # ---- overlays ------------------------------------------------------------------------------
     async def get_compactions(self) -> list[Compaction]:
-        """Every overlay of this session in creation order, superseded and reverted included."""
+        """Every overlay of the session in creation order."""
         return await self._store.get_compactions(self._key)
 
     async def add_compaction(self, summary: str, from_id: str, to_id: str) -> Compaction:
-        """Store a summary overlay over the path range ``from_id``..``to_id`` (DESIGN §6.1).
-
-        Older overlays of that path lying inside the new range are marked superseded by it.
-        A virtual summary id (``compaction_<id>``) stands for the start (as ``from_id``) or the
-        end (as ``to_id``) of that overlay's range.
-
-        Raises:
-            MessageNotFoundError: either id does not exist in this session.
-            ValueError: the ids are not on one path with ``from_id`` at or before ``to_id``, or
-                the summary is not a non-blank string.
-        """
+        """Validate the range and store an overlay; see :meth:`mindstore.Session.add_compaction`."""
         if not isinstance(summary, str) or not summary.strip():
             raise ValueError("summary must be a non-blank string")
         validate_id(from_id, "from_id")
@@ -264,11 +254,7 @@ class CompactionMixin:
         return await self._store_compaction(summary, ids, ids.index(from_id), compactions)
 
     async def expand_compaction(self, compaction_id: int) -> list[dict[str, Any]]:
-        """The original stored messages behind a summary, oldest first.
-
-        Raises:
-            CompactionError: no compaction with that id in this session.
-        """
+        """The stored messages behind a summary, oldest first."""
         c = await self._find_compaction(compaction_id)
         rows = await self._store.path(self._key, c.to_message_id)
         ids = [r.id for r in rows]
@@ -276,30 +262,14 @@ class CompactionMixin:
         return [r.message for r in rows[start:]]
 
     async def revert_compaction(self, compaction_id: int) -> Compaction:
-        """Undo one compaction: history reads as before it was added (overlays it superseded
-        apply again). The row is kept, marked reverted; returns it.
-
-        Raises:
-            CompactionError: no compaction with that id in this session.
-        """
+        """Mark one overlay reverted; see :meth:`mindstore.Session.revert_compaction`."""
         if isinstance(compaction_id, bool) or not isinstance(compaction_id, int):
             raise CompactionError(f"compaction ids are integers, got {compaction_id!r}")
         return await self._store.revert_compaction(self._key, compaction_id)
 
     async def compact(self, leaf_id: str | None = None) -> Compaction | None:
-        """Run the registered compaction function on ``get_history(leaf_id)`` (DESIGN §6.2).
-
-        The returned range is validated, extended to the start of the oldest overlay visible
-        on the path (one growing summary per branch) and stored; the system prompt is then
-        refreshed. Returns the stored overlay, or ``None`` when the function returned ``None``.
-
-        Raises:
-            CompactionError: no function registered (``on_compaction``), or it returned an
-                invalid result: a range not on the path, or a summary without content. Nothing
-                is stored then.
-            MessageNotFoundError: unknown ``leaf_id``.
-        """
-        fn = self._compact_fn
+        """Run the compaction function on a path; see :meth:`mindstore.Session.compact`."""
+        fn = self._fn
         if fn is None:
             raise CompactionError(
                 "no compaction function is registered; call session.on_compaction(fn), "
@@ -309,15 +279,14 @@ class CompactionMixin:
         if not rows:
             return None
         compactions = await self._store.get_compactions(self._key)
-        history = await self._apply_skill_unloads(rows, [r.message for r in rows])
-        history = apply_overlays(history, compactions)
+        history = await self._reader.present(rows, compactions=compactions)
         context = CompactContext(
             token_counter=self._context_token_counter(),
             session_id=self._key.session_id,
             namespace=self._key.namespace,
             leaf_id=rows[-1].id,
         )
-        result = await _maybe_await(fn(history, context))
+        result = await maybe_await(fn(history, context))
         if result is None:
             return None
         from_id, to_id, summary = _check_result(result)
@@ -341,7 +310,7 @@ class CompactionMixin:
                 if s <= end < e:
                     end = e  # never cut through a visible summary
         stored = await self._store_compaction(summary, ids[: end + 1], start, compactions)
-        await self.refresh_system_prompt()
+        await self._prompt.refresh_system_prompt()
         return stored
 
     # ---- internals -----------------------------------------------------------------------------
@@ -379,15 +348,15 @@ class CompactionMixin:
         )
 
     def _context_token_counter(self) -> Callable[..., Any] | None:
-        if self._compact_token_counter is not None:
-            return self._compact_token_counter
+        if self._token_counter is not None:
+            return self._token_counter
         tokenizer = self._tokenizer
         if tokenizer is None:
             return None
 
         def count(messages: Sequence[dict[str, Any]], system_prompt: str = "") -> int:
             prompt = tokenizer.count(system_prompt) if system_prompt else 0
-            return self.count_message_tokens(messages) + prompt
+            return estimate_message_tokens(messages, tokenizer) + prompt
 
         return count
 
@@ -401,20 +370,20 @@ class CompactionMixin:
         self._prompt_tokens = (prompt, tokens)
         return tokens
 
-    async def _report_compaction_notice(self, exc: CompactionError) -> None:
+    async def _report_notice(self, exc: CompactionError) -> None:
         """A condition worth knowing that did not fail anything: to the handler, else a
         logged warning."""
-        handler = self._compaction_error_handler
+        handler = self._error_handler
         if handler is None:
             logger.warning("%s", exc)
             return
         try:
-            await _maybe_await(handler(exc))
+            await maybe_await(handler(exc))
         except Exception:
             logger.exception("the on_compaction_error handler itself raised")
 
-    async def _report_compaction_error(self, exc: BaseException) -> None:
-        handler = self._compaction_error_handler
+    async def _report_error(self, exc: BaseException) -> None:
+        handler = self._error_handler
         if handler is None:
             logger.error(
                 "automatic compaction of session %r (namespace %r) failed; the message was "
@@ -425,7 +394,7 @@ class CompactionMixin:
             )
             return
         try:
-            await _maybe_await(handler(exc))
+            await maybe_await(handler(exc))
         except Exception:
             logger.exception("the on_compaction_error handler itself raised")
 
@@ -451,20 +420,3 @@ def _check_result(result: Any) -> tuple[str, str, str]:
             "headings and punctuation); nothing was stored"
         )
     return from_id, to_id, summary
-
-
-def _window_needs_full_path(
-    rows: Sequence[StoredMessage], compactions: Sequence[Compaction]
-) -> bool:
-    """A window overlay whose range starts before the window can only be resolved locally when
-    no newer overlay ends before the window (such a one could overlap it there)."""
-    ids = {r.id for r in rows}
-    partial = [
-        c.id
-        for c in compactions
-        if not c.reverted and c.to_message_id in ids and c.from_message_id not in ids
-    ]
-    if not partial:
-        return False
-    oldest = min(partial)
-    return any(not c.reverted and c.to_message_id not in ids and c.id > oldest for c in compactions)

@@ -40,8 +40,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mindstore.context.frontmatter import one_line, parse_front_matter
-from mindstore.context.providers import _listing, _render_document, _require_key, check_key
+from mindstore.context.frontmatter import (
+    one_line,
+    parse_front_matter,
+    render_document,
+    skill_listing,
+)
+from mindstore.context.keys import check_key, require_key
 from mindstore.errors import InvalidKeyError, MissingDependencyError
 
 __all__ = ["FileSkillProvider"]
@@ -106,7 +111,7 @@ class FileSkillProvider:
         self.root = str(root)
         self.prefix = prefix.strip("/")
         if self.prefix:
-            _require_key(self.prefix, "prefix")
+            require_key(self.prefix, "prefix")
         if isinstance(keys, str):
             raise TypeError("keys must be a list of keys, not a string")
         self.keys: frozenset[str] | None = frozenset(keys) if keys is not None else None
@@ -348,7 +353,7 @@ class FileSkillProvider:
         meta, body = parse_front_matter(content)
         # capped: a description goes into every prompt that lists the skill
         description = one_line(meta.get("description") if description is None else description)
-        data = _render_document(key, body, description).encode("utf-8")
+        data = render_document(key, body, description).encode("utf-8")
         if self._local:
             self._local_write(rel, data)
         else:
@@ -357,7 +362,7 @@ class FileSkillProvider:
     # -- provider API --
     async def get(self) -> str:
         """``- key: description`` (or ``- key``) lines, sorted by key."""
-        return _listing(await asyncio.to_thread(self._list_sync))
+        return skill_listing(await asyncio.to_thread(self._list_sync))
 
     async def load(self, key: str) -> str | None:
         """The skill's body without front matter; ``None`` if missing, not allowed or unsafe."""
@@ -378,7 +383,7 @@ class FileSkillProvider:
                 folders) its path goes through a symbolic link leading out of the root or
                 ends at a link.
         """
-        _require_key(key, "skill")
+        require_key(key, "skill")
         if self.keys is not None and key not in self.keys:
             raise InvalidKeyError(f"skill key {key!r} is not in this provider's keys allow-list")
         if not isinstance(content, str):

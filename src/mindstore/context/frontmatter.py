@@ -21,6 +21,7 @@ returned either way. Descriptions are shown on one line and cut to
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import yaml
@@ -31,6 +32,8 @@ __all__ = [
     "MAX_FRONT_MATTER_CHARS",
     "one_line",
     "parse_front_matter",
+    "render_document",
+    "skill_listing",
 ]
 
 MAX_FRONT_MATTER_CHARS = 16_384
@@ -115,3 +118,21 @@ def one_line(value: Any, limit: int = MAX_DESCRIPTION_CHARS) -> str | None:
     if len(text) > limit:
         text = text[: limit - 1].rstrip() + "…"
     return text or None
+
+
+def render_document(key: str, body: str, description: str | None) -> str:
+    """A skill document: front matter with ``name`` (and ``description``), then the body."""
+    meta: dict[str, Any] = {"name": key}
+    if description:
+        meta["description"] = description
+    front = yaml.safe_dump(meta, allow_unicode=True, sort_keys=False, width=10_000)
+    return f"---\n{front}---\n\n{body.strip(chr(10))}\n"
+
+
+def skill_listing(items: Sequence[tuple[str, str | None]]) -> str:
+    """The ``get()`` text of a skill block: ``- key: description`` (or ``- key``) lines, sorted."""
+    lines = []
+    for key, description in sorted(items):
+        desc = one_line(description)
+        lines.append(f"- {key}: {desc}" if desc else f"- {key}")
+    return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""Context providers: where the text of a context block comes from (DESIGN §4.1).
+"""Context providers: where the text of a context block comes from.
 
 Providers are duck-typed. Any object with a ``get()`` method is a provider; which other methods
 it has decides the kind of block it backs:
@@ -32,14 +32,17 @@ is not a plain relative name.
 from __future__ import annotations
 
 import copy
-import inspect
-import unicodedata
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol, runtime_checkable
 
-import yaml
-
-from mindstore.context.frontmatter import one_line, parse_front_matter
+from mindstore._async import maybe_await
+from mindstore.context.files import FileSkillProvider
+from mindstore.context.frontmatter import (
+    one_line,
+    parse_front_matter,
+    skill_listing,
+)
+from mindstore.context.keys import check_key, require_key
 from mindstore.errors import InvalidKeyError, TokenBudgetError
 from mindstore.prompt import BlockKind
 from mindstore.search import parse_query
@@ -65,7 +68,6 @@ __all__ = [
     "provider_kind",
 ]
 
-T = TypeVar("T")
 _Scope = str  # "session" | "namespace"
 
 DEFAULT_ENTRY_MAX_TOKENS = 100_000
@@ -131,13 +133,6 @@ class SkillProvider(Protocol):
     def get(self) -> str | Awaitable[str | None] | None: ...
 
     def load(self, key: str) -> str | Awaitable[str | None] | None: ...
-
-
-async def maybe_await(value: T | Awaitable[T]) -> T:
-    """Await ``value`` if it is awaitable (user providers may be sync or async)."""
-    if inspect.isawaitable(value):
-        return await value
-    return value
 
 
 def _has(provider: Any, name: str) -> bool:
@@ -242,78 +237,12 @@ class StaticProvider:
         return f"StaticProvider({self.text[:40]!r})"
 
 
-# ---- keys ----------------------------------------------------------------------------------
-_FORBIDDEN_CHARS = frozenset('\\%:*?[]{}"<>|~')
-MAX_KEY_LENGTH = 200
-
-
-def check_key(key: Any) -> str | None:
-    """Why ``key`` is not a safe relative name, or ``None`` when it is.
-
-    A safe key is a non-empty string of at most 200 characters made of ``/``-separated segments,
-    none empty, ``.``, ``..`` or starting with a dot; no control characters, backslashes, ``%``
-    (percent-encoding tricks), ``:`` (URL schemes, drive letters), ``~`` or glob characters; and
-    the same holds for its NFKC normalisation (so full-width dots cannot sneak in).
-    """
-    if not isinstance(key, str):
-        return f"keys are strings, got {type(key).__name__}"
-    if not key:
-        return "the key is empty"
-    if len(key) > MAX_KEY_LENGTH:
-        return f"the key is longer than {MAX_KEY_LENGTH} characters"
-    for form in (key, unicodedata.normalize("NFKC", key)):
-        for ch in form:
-            if ord(ch) < 32 or ord(ch) == 127:
-                return "the key contains a control character"
-            if ch in _FORBIDDEN_CHARS:
-                return f"the key contains {ch!r}"
-        if form.startswith("/"):
-            return "absolute paths are not keys"
-        for segment in form.split("/"):
-            if segment in ("", ".", ".."):
-                return "the key has an empty, '.' or '..' path segment"
-            if segment.startswith("."):
-                return "key segments cannot start with '.'"
-    return None
-
-
-def _require_key(key: Any, what: str) -> str:
-    reason = check_key(key)
-    if reason is not None:
-        raise InvalidKeyError(
-            f"invalid {what} key {key!r}: {reason}. Use a relative name such as 'api-ref' or "
-            "'guides/deploy'."
-        )
-    assert isinstance(key, str)
-    return key
-
-
 def _require_entry_key(key: Any) -> str:
     if not isinstance(key, str) or not key.strip() or len(key) > 256 or "\x00" in key:
         raise InvalidKeyError(
             f"invalid entry key {key!r}: keys are non-empty strings of at most 256 characters"
         )
     return key
-
-
-# ---- front matter (see mindstore.context.frontmatter) ---------------------------------------
-_one_line = one_line
-
-
-def _render_document(key: str, body: str, description: str | None) -> str:
-    meta: dict[str, Any] = {"name": key}
-    if description:
-        meta["description"] = description
-    front = yaml.safe_dump(meta, allow_unicode=True, sort_keys=False, width=10_000)
-    return f"---\n{front}---\n\n{body.strip(chr(10))}\n"
-
-
-def _listing(items: Sequence[tuple[str, str | None]]) -> str:
-    lines = []
-    for key, description in sorted(items):
-        desc = _one_line(description)
-        lines.append(f"- {key}: {desc}" if desc else f"- {key}")
-    return "\n".join(lines)
 
 
 # ---- store-backed providers ----------------------------------------------------------------
@@ -445,7 +374,7 @@ class StoreSearchProvider(StoreBackedProvider):
         for i, hit in enumerate(hits, 1):
             head = f"[{i}] {hit.key}"
             if hit.description:
-                head += f" — {_one_line(hit.description)}"
+                head += f" — {one_line(hit.description)}"
             content = hit.content
             if len(content) > self.max_chars:
                 cut = len(content) - self.max_chars
@@ -510,7 +439,7 @@ class StoreSkillProvider(StoreBackedProvider):
         """``- key: description`` lines, sorted by key."""
         store, key = self._require_bound()
         entries = await store.list_entries(key)
-        return _listing([(e.key, e.description) for e in entries])
+        return skill_listing([(e.key, e.description) for e in entries])
 
     async def load(self, key: str) -> str | None:
         """The skill's document, or ``None`` when there is none (or the key is invalid)."""
@@ -528,13 +457,13 @@ class StoreSkillProvider(StoreBackedProvider):
             TokenBudgetError: ``content`` is over ``max_entry_tokens``; nothing changed.
         """
         store, scope_key = self._require_bound()
-        skill_key = _require_key(key, "skill")
+        skill_key = require_key(key, "skill")
         if not isinstance(content, str):
             raise TypeError("skill content must be a string")
         _check_entry_size(content, self.max_entry_tokens, skill_key)
         meta, body = parse_front_matter(content)
         # capped: a description goes into every prompt that lists the skill
-        description = _one_line(meta.get("description") if description is None else description)
+        description = one_line(meta.get("description") if description is None else description)
         await store.put_entry(scope_key, skill_key, body, description=description)
 
     async def delete(self, key: str) -> bool:
@@ -548,7 +477,3 @@ class StoreSkillProvider(StoreBackedProvider):
         store, scope_key = self._require_bound()
         entry = await store.get_entry(scope_key, key)
         return None if entry is None else (entry.content, entry.description)
-
-
-# ---- file skills (mindstore.context.files; imported last: it builds on the helpers above) ----
-from mindstore.context.files import FileSkillProvider  # noqa: E402

@@ -1,11 +1,13 @@
-"""ContextMixin: the context-memory half of :class:`mindstore.Session` (DESIGN §4).
+"""ContextBlocks: a session's context memory — blocks, the frozen system prompt, memory tools.
 
-Blocks are configured with ``with_context`` (no I/O) and resolved on first use: each
-``BlockSpec`` becomes a ``_Block`` holding the provider this session talks to. Store-backed
-providers (the default writable block, ``StoreSearchProvider``, ``StoreSkillProvider``) are
-*bound* copies — the instance the user configured is never mutated, so one configuration can be
-shared by every session a ``SessionManager`` hands out. A provider's ``init(label)`` runs once
-per session, before its first use.
+A :class:`~mindstore.Session` holds one :class:`ContextBlocks`, built with the session's store,
+key and tokenizer; the session's context methods delegate to it. Blocks are configured with
+``with_context`` (a checked :class:`~mindstore.context.spec.BlockSpec`, no I/O) and resolved on
+first use: each ``BlockSpec`` becomes a ``_Block`` holding the provider this session talks to.
+Store-backed providers (the default writable block, ``StoreSearchProvider``,
+``StoreSkillProvider``) are *bound* copies — the instance the user configured is never mutated,
+so one configuration can be shared by every session a ``SessionManager`` hands out. A
+provider's ``init(label)`` runs once per session, before its first use.
 
 Invariants:
 
@@ -26,27 +28,27 @@ Invariants:
 * **Tools never raise.** Every generated tool returns ``"Error: <reason>"`` on failure.
 * **Loaded skills** are persisted per session in the store (no history scan); unloading is
   non-destructive — the stored ``load_context`` result stays, and reads of history show
-  ``[skill unloaded: <key>]`` in its place for results stored before the unload.
+  ``[skill unloaded: <key>]`` in its place for results stored before the unload (that read-time
+  step is :mod:`mindstore.context.unloads`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from mindstore._async import maybe_await
 from mindstore.context.providers import (
     DEFAULT_ENTRY_MAX_TOKENS,
     StoreBackedProvider,
     StoreBlockProvider,
     has_set,
-    maybe_await,
     provider_kind,
 )
-from mindstore.context.spec import BlockSpec, Scope
+from mindstore.context.spec import BlockSpec
 from mindstore.context.tooling import (
     BlockInfo,
     entry_key,
@@ -56,23 +58,19 @@ from mindstore.context.tooling import (
     unload_context_tool_spec,
     usage_text,
 )
+from mindstore.context.unloads import LOAD_TOOL
 from mindstore.errors import BlockNotFoundError, ReadOnlyBlockError, TokenBudgetError
 from mindstore.prompt import BlockKind, ContextBlock, render_system_prompt
-from mindstore.store.base import SessionKey, SkillState, Store, StoredMessage
+from mindstore.store.base import SessionKey, Store
 from mindstore.tokens import Tokenizer, estimate_string_tokens
 from mindstore.tools import Tool, ToolSet
-
-if TYPE_CHECKING:
-    from mindstore.session import Session
 
 __all__ = [
     "DEFAULT_BLOCK_MAX_TOKENS",
     "DEFAULT_ENTRY_MAX_TOKENS",
-    "ContextMixin",
+    "ContextBlocks",
     "join_block_content",
 ]
-
-LOAD_TOOL = "load_context"
 
 DEFAULT_BLOCK_MAX_TOKENS = 32_000
 """Cap of a writable block configured without ``max_tokens``: its content goes into every
@@ -125,42 +123,27 @@ def _accepts_keyword(fn: Any, name: str) -> bool:
     return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
-class ContextMixin:
-    """Context blocks, the frozen system prompt and the generated memory tools."""
+class ContextBlocks:
+    """The context blocks of one session; see the module docstring."""
 
-    # set by Session.__init__
-    _store: Store
-    _key: SessionKey
-    _tokenizer: Tokenizer | None
-    _block_specs: dict[str, BlockSpec]
-    _cached_prompt: bool
-
-    if TYPE_CHECKING:
-
-        def with_context(
-            self,
-            label: str,
-            description: str | None = None,
-            max_tokens: int | None = None,
-            provider: Any = None,
-            scope: Scope = "session",
-        ) -> Session: ...
-
-    # ---- hooks called by Session and CompactionMixin ------------------------------------------
-    def _init_context_state(self) -> None:
-        self._ctx_blocks: dict[str, _Block] = {}
+    def __init__(self, store: Store, key: SessionKey, *, tokenizer: Tokenizer | None) -> None:
+        self._store = store
+        self._key = key
+        self._tokenizer = tokenizer
+        self._specs: dict[str, BlockSpec] = {}  # registration order
+        self._cached_prompt = False
+        self._blocks: dict[str, _Block] = {}  # bound providers, by label
         self._frozen_prompt: str | None = None
         self._prompt_lock = asyncio.Lock()
         self._append_lock = asyncio.Lock()
 
-    def _on_blocks_changed(self) -> None:
-        # Validate eagerly (a provider without get() is a configuration error); resolution and
-        # init(label) wait for the first async call.
-        for spec in self._block_specs.values():
-            provider_kind(spec.provider)
+    # ---- configuration (no I/O) ---------------------------------------------------------------
+    def configure(self, spec: BlockSpec) -> None:
+        """Register (or reconfigure) ``spec.label``; bound and initialised on first use."""
+        self._specs[spec.label] = spec
 
-    async def _after_clear(self) -> None:
-        await self.refresh_system_prompt()
+    def set_cached_prompt(self, enabled: bool) -> None:
+        self._cached_prompt = enabled
 
     # ---- block resolution ---------------------------------------------------------------------
     def _bind(self, spec: BlockSpec) -> _Block:
@@ -176,12 +159,12 @@ class ContextMixin:
 
     async def _resolved(self) -> dict[str, _Block]:
         """Blocks in registration order, bound and initialised."""
-        current = self._ctx_blocks
+        current = self._blocks
         blocks: dict[str, _Block] = {}
-        for label, spec in self._block_specs.items():
+        for label, spec in self._specs.items():
             block = current.get(label)
             blocks[label] = block if block is not None and block.spec is spec else self._bind(spec)
-        self._ctx_blocks = blocks
+        self._blocks = blocks
         for block in blocks.values():
             if not block.initialized:
                 init = getattr(block.provider, "init", None)
@@ -260,8 +243,7 @@ class ContextMixin:
 
     # ---- reading ------------------------------------------------------------------------------
     async def get_context_block(self, label: str) -> ContextBlock | None:
-        """The block as it is now (its provider's current content), or ``None`` if no block
-        has that label."""
+        """The block with its provider's current content, or ``None`` for an unknown label."""
         blocks = await self._resolved()
         block = blocks.get(label)
         if block is None:
@@ -269,19 +251,13 @@ class ContextMixin:
         return self._snapshot(block, await self._content(block))
 
     async def get_context_blocks(self) -> list[ContextBlock]:
-        """Every configured block, in registration order, with current content."""
+        """Every block in registration order, with current content."""
         blocks = list((await self._resolved()).values())
         contents = await asyncio.gather(*(self._content(b) for b in blocks))
         return [self._snapshot(b, c) for b, c in zip(blocks, contents, strict=True)]
 
     async def get_context_provider(self, label: str) -> Any:
-        """The provider this session uses for ``label`` — for store-backed providers the copy
-        bound to this session, e.g. to fill a knowledge base:
-        ``await (await s.get_context_provider("knowledge")).set("key", "text")``.
-
-        Raises:
-            BlockNotFoundError: no block has that label.
-        """
+        """The provider bound to this session for ``label`` (``BlockNotFoundError`` if none)."""
         return (await self._block(label)).provider
 
     # ---- writing ------------------------------------------------------------------------------
@@ -299,31 +275,14 @@ class ContextMixin:
         return block
 
     async def replace_context_block(self, label: str, content: str) -> ContextBlock:
-        """Replace the content of a writable block.
-
-        Returns:
-            The block after the write. The frozen system prompt is unchanged.
-
-        Raises:
-            BlockNotFoundError: no block has that label.
-            ReadOnlyBlockError: the block is not writable.
-            TokenBudgetError: the content exceeds the block's ``max_tokens``; nothing changed.
-        """
+        """Replace a writable block; see :meth:`mindstore.Session.replace_context_block`."""
         block = await self._writable(label, content)
         tokens = self._check_budget(block, content)
         await maybe_await(block.provider.set(content))
         return self._snapshot(block, content, tokens)
 
     async def append_context_block(self, label: str, content: str) -> ContextBlock:
-        """Append to a writable block (joined with ``"\\n"`` unless the block is empty or
-        ``content`` starts with a newline). The budget applies to the result. For store-backed
-        blocks this is one atomic read-modify-write, safe across processes.
-
-        Raises:
-            BlockNotFoundError: no block has that label.
-            ReadOnlyBlockError: the block is not writable.
-            TokenBudgetError: the result would exceed ``max_tokens``; nothing changed.
-        """
+        """Append to a writable block; see :meth:`mindstore.Session.append_context_block`."""
         block = await self._writable(label, content)
         holder: list[int] = []
 
@@ -341,45 +300,26 @@ class ContextMixin:
                 await maybe_await(block.provider.set(result))
         return self._snapshot(block, result, holder[-1])
 
-    async def add_context(
-        self,
-        label: str,
-        description: str | None = None,
-        max_tokens: int | None = None,
-        provider: Any = None,
-        scope: Scope = "session",
-    ) -> ContextBlock:
-        """Add (or reconfigure) a block at run time; same arguments as ``with_context``.
-
-        The block is usable at once (reads, writes, tools); it appears in the frozen system
-        prompt from the next :meth:`refresh_system_prompt`.
-        """
-        self.with_context(label, description, max_tokens, provider, scope)
-        block = await self._block(label)
+    async def add_context(self, spec: BlockSpec) -> ContextBlock:
+        """Register ``spec`` and return the block, bound and initialised."""
+        self.configure(spec)
+        block = await self._block(spec.label)
         return self._snapshot(block, await self._content(block))
 
     async def remove_context(self, label: str) -> None:
-        """Stop using a block in this session. Stored content is kept (adding the label back
-        brings it back); the frozen prompt changes at the next refresh.
-
-        Raises:
-            BlockNotFoundError: no block has that label.
-        """
-        if label not in self._block_specs:
+        """Stop using ``label`` in this session; stored content is kept."""
+        if label not in self._specs:
             await self._block(label)  # raises with the list of configured blocks
-        del self._block_specs[label]
-        self._ctx_blocks.pop(label, None)
+        del self._specs[label]
+        self._blocks.pop(label, None)
 
     # ---- the system prompt --------------------------------------------------------------------
     async def render_system_prompt(self) -> str:
-        """Render the blocks as they are now, without freezing or storing anything."""
+        """Render the blocks as they are now (nothing frozen or stored)."""
         return render_system_prompt(await self.get_context_blocks())
 
     async def freeze_system_prompt(self) -> str:
-        """The frozen system prompt: rendered on the first call, then identical until
-        :meth:`refresh_system_prompt`, even after blocks are written. With
-        ``with_cached_prompt()`` it is stored per (namespace, session), and a new process
-        returns the stored prompt without calling any provider."""
+        """The frozen prompt; see the module docstring."""
         frozen = self._frozen_prompt
         if frozen is not None:
             return frozen
@@ -399,8 +339,7 @@ class ContextMixin:
             return prompt
 
     async def refresh_system_prompt(self) -> str:
-        """Reload every provider, re-render, store (with ``with_cached_prompt()``) and return
-        the new frozen prompt."""
+        """Re-render, store (with a cached prompt) and freeze the prompt."""
         async with self._prompt_lock:
             prompt = await self.render_system_prompt()
             if self._cached_prompt:
@@ -413,48 +352,9 @@ class ContextMixin:
         """``(label, key)`` of the skills currently loaded in this session."""
         return [(s.label, s.key) for s in await self._store.get_skill_states(self._key) if s.loaded]
 
-    async def _apply_skill_unloads(
-        self, rows: list[StoredMessage], messages: list[dict[str, Any]]
-    ) -> list[dict[str, Any]]:
-        """Replace outputs of ``load_context`` results stored before an unload of that skill
-        by ``[skill unloaded: <key>]`` (copies; stored rows are never touched)."""
-        if not rows:
-            return messages
-        # One small indexed query instead of scanning every part of every message: with no
-        # unload mark (the common case) a read touches no message at all. The states are read
-        # on every call (not cached) so unloads by other processes show at once.
-        states = [
-            s
-            for s in await self._store.get_skill_states(self._key)
-            if s.unloaded_before_seq is not None
-        ]
-        if not states:
-            return messages
-        newest_mark = max(s.unloaded_before_seq or 0 for s in states)
-        seq_by_id = {r.id: r.seq for r in rows}
-        out = []
-        for message in messages:
-            seq = seq_by_id.get(message.get("id"))  # type: ignore[arg-type]
-            parts = _parts(message)
-            new_parts = None
-            if seq is not None and seq <= newest_mark:
-                for i, part in enumerate(parts):
-                    call = _load_call(part)
-                    if call is None or "output" not in part:
-                        continue
-                    label, key = call
-                    if _unloaded(states, label, key, seq):
-                        if new_parts is None:
-                            new_parts = list(parts)
-                        new_parts[i] = {**part, "output": f"[skill unloaded: {key}]"}
-            out.append(message if new_parts is None else {**message, "parts": new_parts})
-        return out
-
     # ---- generated tools ----------------------------------------------------------------------
     async def tools(self) -> ToolSet:
-        """The memory tools for the blocks present (DESIGN §4.6): ``set_context``,
-        ``load_context``, ``unload_context``, ``search_context``. Every tool returns
-        ``"Error: <reason>"`` instead of raising."""
+        """The memory tools for the blocks present (each returns ``Error: ...``, never raises)."""
         blocks = list((await self._resolved()).values())
         settable = [b.info() for b in blocks if b.settable and b.kind != "readonly"]
         skills = [b.info() for b in blocks if b.kind == "loadable"]
@@ -604,36 +504,3 @@ def _tool(
     fn: Callable[[dict[str, Any]], Awaitable[str]],
 ) -> Tool:
     return Tool(name=name, description=description, parameters=schema, execute=_guarded(fn))
-
-
-def _parts(message: Mapping[str, Any]) -> list[Any]:
-    parts = message.get("parts")
-    return parts if isinstance(parts, list) else []
-
-
-def _load_call(part: Any) -> tuple[str | None, str] | None:
-    """``(label, key)`` when ``part`` is a stored ``load_context`` tool call."""
-    if not isinstance(part, Mapping):
-        return None
-    t = part.get("type")
-    if t != f"tool-{LOAD_TOOL}" and not (t == "dynamic-tool" and part.get("toolName") == LOAD_TOOL):
-        return None
-    args = part.get("input")
-    if isinstance(args, str):
-        try:
-            args = json.loads(args)
-        except ValueError:
-            return None
-    if not isinstance(args, Mapping) or not isinstance(args.get("key"), str):
-        return None
-    label = args.get("label")
-    return (label if isinstance(label, str) else None), args["key"]
-
-
-def _unloaded(states: list[SkillState], label: str | None, key: str, seq: int) -> bool:
-    for s in states:
-        if s.key != key or (label is not None and s.label != label):
-            continue
-        if s.unloaded_before_seq is not None and seq <= s.unloaded_before_seq:
-            return True
-    return False

@@ -9,6 +9,9 @@ but an assistant reply raises ``InvalidMessageError``; a role is never changed).
 turn whole conversations back into messages (see :mod:`mindstore.formats.history`), so
 ``to_X(from_X(history))`` round-trips.
 
+mindstore's own file format — one session as JSON Lines, what ``mindstore export`` writes and
+``mindstore import`` reads — is :mod:`mindstore.formats.export`.
+
 Guarantees shared by all three formats (details in :mod:`mindstore.formats._plan`):
 
 * every tool call sent has exactly one result and every result follows its call in the place

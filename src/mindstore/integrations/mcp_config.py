@@ -6,7 +6,7 @@ where and what to change. YAML (``.yaml``/``.yml``) and TOML (``.toml``) are acc
 describe the same mapping::
 
     session: desktop            # optional; --session overrides it (default "default")
-    cached_prompt: false        # persist the frozen prompt per session (see DESIGN §4.5)
+    cached_prompt: false        # persist the frozen prompt per session
     blocks:
       - label: soul
         kind: readonly
@@ -44,7 +44,8 @@ from typing import Any, Final, Literal
 
 import yaml
 
-from mindstore.errors import ConfigError
+from mindstore.errors import ConfigError, InvalidKeyError
+from mindstore.store._checks import check_name
 
 __all__ = ["DEFAULT_BLOCKS", "BlockConfig", "ServerConfig", "load_config", "parse_config"]
 
@@ -164,8 +165,12 @@ def _parse_block(raw: Any, base: Path, where: str) -> BlockConfig:
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where}: each block must be a mapping with 'label' and 'kind'")
     label = raw.get("label")
-    if not isinstance(label, str) or not label.strip() or len(label) > 256 or "\x00" in label:
+    if not isinstance(label, str) or not label.strip():
         raise ConfigError(f"{where}: 'label' must be a non-empty string of at most 256 characters")
+    try:
+        check_name(label, "'label'")  # the rule every store applies to a label
+    except InvalidKeyError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
     where = f"{where} ({label})"
     kind = raw.get("kind")
     if kind not in KINDS:

@@ -29,8 +29,8 @@ from mindstore.integrations.openai_items import (
     tool_call_names,
     unnamed_outputs,
 )
-from mindstore.session import Session
-from mindstore.store.base import AUTO, NewMessage, Store
+from mindstore.session import Session, new_message
+from mindstore.store.base import AUTO, Store
 
 try:
     from agents.memory.session_settings import (
@@ -154,15 +154,19 @@ class MindstoreSession:
             if missing - self._call_names.keys():
                 self._call_names.update(tool_call_names(await session.get_history()))
         self._call_names.update(call_names_of(objs))
-        prepared = [session._prepare_message(item_message(o, self._call_names)) for o in objs]
         batch = [
-            NewMessage(message=m, parent=AUTO, tokens=session.count_message_tokens([m]))
-            for m in prepared
+            new_message(
+                item_message(o, self._call_names),
+                AUTO,
+                max_message_bytes=session.max_message_bytes,
+                tokenizer=session.tokenizer,
+            )
+            for o in objs
         ]
         inserted = await session.store.append(session.key, batch)
-        for message, new in zip(prepared, inserted, strict=True):
+        for item, new in zip(batch, inserted, strict=True):
             if new:
-                await session._after_append(message)
+                await session.compactor.after_append(item.message)
 
     async def pop_item(self) -> Any | None:
         """Remove and return the most recent item (``None`` when the session is empty)."""

@@ -1,16 +1,18 @@
-"""Storage backends: the Store protocol, SQLiteStore (default) and PostgresStore."""
+"""Storage backends: the Store protocol, SQLiteStore (default) and PostgresStore; ``check_name``
+is the rule every backend applies to namespaces, session ids and labels."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mindstore.store._checks import check_name
 from mindstore.store.base import Store
 
 if TYPE_CHECKING:
     from mindstore.store.postgres import PostgresStore
     from mindstore.store.sqlite import SQLiteStore
 
-__all__ = ["PostgresStore", "SQLiteStore", "Store", "open_store"]
+__all__ = ["PostgresStore", "SQLiteStore", "Store", "check_name", "open_store"]
 
 
 def __getattr__(name: str) -> Any:

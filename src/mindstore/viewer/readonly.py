@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from mindstore.cli.common import sqlite_path
 from mindstore.errors import MindstoreError, SchemaVersionError, StoreError
 from mindstore.search import ParsedQuery, SearchResult
 from mindstore.store.base import (
@@ -155,19 +156,6 @@ class ReadOnlyStore:
 
     async def stats(self) -> dict[str, int]:
         return await self._store.stats()
-
-
-def sqlite_path(url: str) -> Path | None:
-    """The file a ``--db`` value names, or None (PostgreSQL, ``:memory:``)."""
-    if url.startswith(("postgresql://", "postgres://")):
-        return None
-    if url.startswith("sqlite://"):
-        rest = url[len("sqlite://") :]
-        rest = rest[1:] if rest.startswith("/") else rest
-        return None if rest in ("", ":memory:") else Path(rest)
-    if "://" in url or url == ":memory:":
-        return None
-    return Path(url)
 
 
 def _check_sqlite_file(path: Path) -> None:
