@@ -181,7 +181,7 @@ def rank(
     about the question ranks above the same words in an unrelated one.
 
     ``dfs`` gives the document frequency of keys whose rows were read for some documents only
-    (see :func:`plan`); ``docs`` then limits the candidates to those documents."""
+    (see :func:`planner`); ``docs`` then limits the candidates to those documents."""
     r = Ranking(query, n_docs, total_length, sids, session_lengths)
     r.add(rows)
     return r.rank(top, dfs, docs)
@@ -189,7 +189,7 @@ def rank(
 
 class Ranking:
     """The postings a search has read so far, scored on demand: :func:`rank` in steps, so a
-    pruned search (:func:`plan`) builds its postings once — the rows read in full, then the
+    pruned search (:func:`planner`) builds its postings once — the rows read in full, then the
     common keys' rows of the probed documents — instead of once per pass."""
 
     __slots__ = ("_avg", "_dl", "_sid", "_terms", "lengths", "n_docs", "query", "sids")
@@ -493,7 +493,7 @@ def probe_candidates(
     sids: set[int] | None,
     session_lengths: Mapping[int, float] | None,
 ) -> set[int]:
-    """The documents a pruned query (:func:`plan`) looks the other keys up for: with required
+    """The documents a pruned query (:func:`planner`) looks the other keys up for: with required
     keys, every document of the rarest one; otherwise the best :data:`PROBED` by the keys
     read in full."""
     r = Ranking(query, n_docs, total_length, sids, session_lengths)
