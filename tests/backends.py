@@ -8,7 +8,11 @@ root conftest). Kept out of ``conftest.py`` because several folders have a ``con
 from __future__ import annotations
 
 import os
+import sqlite3
 import uuid
+from collections.abc import Awaitable, Callable
+from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +22,7 @@ from mindstore.store.base import Store
 
 POSTGRES_URL = os.environ.get("MINDSTORE_TEST_POSTGRES_URL", "")
 REQUIRE_POSTGRES = os.environ.get("MINDSTORE_REQUIRE_POSTGRES") == "1"
+SQLITE_FILE = "mindstore-test.db"  # the file open_test_store opens under a test's tmp_path
 
 
 def postgres_url_or_skip() -> str:
@@ -45,13 +50,19 @@ async def open_test_store(backend: str, tmp_path: Path, **options: Any) -> tuple
     if backend == "sqlite":
         from mindstore.store.sqlite import SQLiteStore
 
-        return SQLiteStore(tmp_path / "mindstore-test.db", **options), None
+        return SQLiteStore(tmp_path / SQLITE_FILE, **options), None
     url = postgres_url_or_skip()
     from mindstore.store.postgres import PostgresStore
 
     schema = new_schema_name()
     store = await PostgresStore.open(url, schema=schema, min_size=1, max_size=4, **options)
     return store, (url, schema)
+
+
+def database_location(backend: str, tmp_path: Path, token: Any) -> Any:
+    """Where :func:`open_test_store` put the database, for a test that reads it through its
+    own plain connection: the SQLite file's path, or PostgreSQL's ``(url, schema)``."""
+    return tmp_path / SQLITE_FILE if backend == "sqlite" else token
 
 
 async def close_test_store(store: Store, token: Any) -> None:
@@ -66,8 +77,160 @@ async def reopen_test_store(backend: str, tmp_path: Path, token: Any) -> Store:
     if backend == "sqlite":
         from mindstore.store.sqlite import SQLiteStore
 
-        return SQLiteStore(tmp_path / "mindstore-test.db")
+        return SQLiteStore(tmp_path / SQLITE_FILE)
     from mindstore.store.postgres import PostgresStore
 
     url, schema = token
     return await PostgresStore.open(url, schema=schema, min_size=1, max_size=2)
+
+
+Reopen = Callable[..., Awaitable[Store]]
+"""The type of the ``reopen`` fixture (``tests/conftest.py``)."""
+
+
+@dataclass(frozen=True)
+class Storage:
+    """Where a test's data lives — a SQLite file or a PostgreSQL schema — and how to open a
+    store object on it, backend-neutral: ``await storage.open(**options)`` is another worker of
+    the same application (its own connections, the same data). Picklable, so a subprocess can
+    open it too. ``options`` are given to every open (the pgvector backend requires its index).
+    """
+
+    backend: str
+    path: Path | None = None
+    url: str | None = None
+    schema: str | None = None
+    options: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def new(cls, backend: str, tmp_path: Path) -> Storage:
+        """Fresh storage for ``backend`` (``sqlite``, ``postgres``, ``pgvector``); skips (or
+        fails when required) a PostgreSQL backend without its server. Nothing is created until
+        the first :meth:`open`."""
+        if backend == "sqlite":
+            return cls(backend, path=tmp_path / SQLITE_FILE)
+        if backend == "postgres":
+            return cls(backend, url=postgres_url_or_skip(), schema=new_schema_name())
+        if backend == "pgvector":
+            from pgvector_server import pgvector_url, why_not
+
+            url = pgvector_url()
+            if url is None:
+                if REQUIRE_POSTGRES:
+                    pytest.fail(f"MINDSTORE_REQUIRE_POSTGRES=1 but no pgvector server: {why_not()}")
+                pytest.skip(f"no PostgreSQL with pgvector: {why_not()}")
+            return cls(
+                backend, url=url, schema=new_schema_name(), options=(("vector_index", "pgvector"),)
+            )
+        raise ValueError(f"unknown test backend {backend!r}")
+
+    @property
+    def url_string(self) -> str:
+        """The :func:`mindstore.open_store` URL of this storage (open it with
+        :meth:`open_options`)."""
+        if self.path is not None:
+            return f"sqlite:///{self.path}"
+        assert self.url is not None
+        return self.url
+
+    def open_options(self, **options: Any) -> dict[str, Any]:
+        """The options :func:`mindstore.open_store` needs for this storage, plus ``options``."""
+        merged = dict(self.options)
+        if self.path is None:
+            merged.update(schema=self.schema, min_size=1, max_size=4)
+        merged.update(options)
+        return merged
+
+    async def open(self, **options: Any) -> Store:
+        """A new store object on this storage (the caller closes it)."""
+        from mindstore import open_store
+
+        return await open_store(self.url_string, **self.open_options(**options))
+
+    def open_sync(self, **options: Any) -> Any:
+        """A new :mod:`mindstore.sync` store on this storage (the caller closes it)."""
+        from mindstore import sync
+
+        return sync.open_store(self.url_string, **self.open_options(**options))
+
+    @property
+    def token(self) -> Any:
+        """The cleanup token of :func:`open_test_store` (None, or ``(url, schema)``)."""
+        return None if self.url is None else (self.url, self.schema)
+
+    # ---- direct inspection (not through a store), for "nothing left behind" checks ----------
+    async def table_counts(self) -> dict[str, int]:
+        """Row count of every table of this storage."""
+        counts: dict[str, int] = {}
+        if self.path is not None:
+            with closing(sqlite3.connect(self.path)) as conn:
+                for table in _sqlite_tables(conn):
+                    counts[table] = conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
+            return counts
+        import psycopg
+
+        assert self.url is not None
+        async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
+            for table in await _pg_tables(conn, self.schema):
+                cur = await conn.execute(f'SELECT count(*) FROM "{self.schema}"."{table}"')
+                row = await cur.fetchone()
+                assert row is not None
+                counts[table] = int(row[0])
+        return counts
+
+    async def rows_matching(self, value: str, marker: str) -> dict[str, int]:
+        """Per table, the rows where any column equals ``value`` or contains ``marker``
+        (tables without such rows are left out)."""
+        found: dict[str, int] = {}
+        args = [value, f"%{marker}%"]
+        if self.path is not None:
+            with closing(sqlite3.connect(self.path)) as conn:
+                for table in _sqlite_tables(conn):
+                    cols = [r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')]
+                    where = " OR ".join(
+                        f'CAST("{c}" AS TEXT) = ? OR CAST("{c}" AS TEXT) LIKE ?' for c in cols
+                    )
+                    sql = f'SELECT count(*) FROM "{table}" WHERE {where}'
+                    n = conn.execute(sql, args * len(cols)).fetchone()[0]
+                    if n:
+                        found[table] = n
+            return found
+        import psycopg
+
+        assert self.url is not None
+        async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
+            for table in await _pg_tables(conn, self.schema):
+                cur = await conn.execute(
+                    "SELECT column_name FROM information_schema.columns"
+                    " WHERE table_schema = %s AND table_name = %s",
+                    (self.schema, table),
+                )
+                cols = [r[0] for r in await cur.fetchall()]
+                where = " OR ".join(f'"{c}"::text = %s OR "{c}"::text LIKE %s' for c in cols)
+                cur = await conn.execute(
+                    f'SELECT count(*) FROM "{self.schema}"."{table}" WHERE {where}',
+                    args * len(cols),
+                )
+                row = await cur.fetchone()
+                if row is not None and row[0]:
+                    found[table] = int(row[0])
+        return found
+
+    async def drop(self) -> None:
+        """Remove what the tests wrote (PostgreSQL: the schema; SQLite: tmp_path does)."""
+        if self.url is not None and self.schema is not None:
+            await drop_schema(self.url, self.schema)
+
+
+def _sqlite_tables(conn: sqlite3.Connection) -> list[str]:
+    rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    return [name for (name,) in rows if not name.startswith("sqlite_")]
+
+
+async def _pg_tables(conn: Any, schema: str | None) -> list[str]:
+    cur = await conn.execute(
+        "SELECT table_name FROM information_schema.tables"
+        " WHERE table_schema = %s AND table_type = 'BASE TABLE' ORDER BY table_name",
+        (schema,),
+    )
+    return [r[0] for r in await cur.fetchall()]

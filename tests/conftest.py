@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from backends import close_test_store, open_test_store
+from backends import Reopen, Storage
 from mindstore.store.base import Store
 
 
@@ -34,9 +34,39 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-async def store(backend: str, tmp_path: Path) -> AsyncIterator[Store]:
-    s, token = await open_test_store(backend, tmp_path)
+async def storage(backend: str, tmp_path: Path) -> AsyncIterator[Storage]:
+    """Where the ``store`` fixture's data lives (a SQLite file or a PostgreSQL schema, dropped
+    afterwards)."""
+    where = Storage.new(backend, tmp_path)
+    try:
+        yield where
+    finally:
+        await where.drop()
+
+
+@pytest.fixture
+async def store(storage: Storage) -> AsyncIterator[Store]:
+    s = await storage.open()
     try:
         yield s
     finally:
-        await close_test_store(s, token)
+        await s.aclose()
+
+
+@pytest.fixture
+async def reopen(storage: Storage) -> AsyncIterator[Reopen]:
+    """``await reopen(**options)``: another, independent store object on the ``store``
+    fixture's data (what a second worker or a restarted process opens), with extra options
+    (e.g. ``embedder=...``); every store it opened is closed after the test."""
+    opened: list[Store] = []
+
+    async def open_another(**options: object) -> Store:
+        s = await storage.open(**options)
+        opened.append(s)
+        return s
+
+    try:
+        yield open_another
+    finally:
+        for s in opened:
+            await s.aclose()

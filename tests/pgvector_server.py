@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from backends import REQUIRE_POSTGRES, new_schema_name, open_test_store
+from backends import Storage
 
 _URL: str | None = None
 _ERROR: str | None = None
@@ -133,17 +133,7 @@ SEMANTIC_BACKENDS = [
 
 
 async def open_any(backend: str, tmp_path: Path, **options: Any) -> tuple[Any, Any]:
-    if backend != "pgvector":
-        return await open_test_store(backend, tmp_path, **options)
-    url = pgvector_url()
-    if url is None:
-        if REQUIRE_POSTGRES:
-            pytest.fail(f"MINDSTORE_REQUIRE_POSTGRES=1 but no pgvector server: {why_not()}")
-        pytest.skip(f"no PostgreSQL with pgvector: {why_not()}")
-    from mindstore import PostgresStore
-
-    schema = new_schema_name()
-    store = await PostgresStore.open(
-        url, schema=schema, min_size=1, max_size=4, vector_index="pgvector", **options
-    )
-    return store, (url, schema)
+    """A fresh store of ``backend`` (``pgvector``: on the throw-away server, with its HNSW
+    index required) and its cleanup token for :func:`backends.close_test_store`."""
+    storage = Storage.new(backend, tmp_path)
+    return await storage.open(**options), storage.token

@@ -15,6 +15,7 @@ from typing import Any
 
 from mindstore.errors import EmbeddingError
 from mindstore.search import SearchResult
+from mindstore.store._vectors import query_embedding_started
 from mindstore.vectors import CANDIDATES, DEFAULT_SEMANTIC_WEIGHT, MODES, fuse_minmax
 
 __all__ = ["resolve_mode", "search_messages"]
@@ -73,6 +74,8 @@ async def search_messages(
             await store.semantic_search(namespace, query, session_ids=session_ids, limit=limit)
         )
     k = max(3 * limit, CANDIDATES)
-    lex = await lexical(k)
-    sem = await store.semantic_search(namespace, query, session_ids=session_ids, limit=k)
+    # the query's embedding runs while the lexical half searches, not after it
+    async with query_embedding_started(store.embedder, query):
+        lex = await lexical(k)
+        sem = await store.semantic_search(namespace, query, session_ids=session_ids, limit=k)
     return fuse_minmax(lex, sem, limit=limit, semantic_weight=weight)

@@ -85,6 +85,19 @@ _BuilderCall = Callable[[Session], object]
 """A recorded builder call, replayed on every session handed out."""
 
 
+# The session_search tool's optional ``mode``, offered only when the store has an embedder
+# (without one every search is lexical, and offering a choice would only invite errors).
+_SEARCH_MODE_PARAMETER: dict[str, Any] = {
+    "type": "string",
+    "enum": ["hybrid", "lexical", "semantic"],
+    "description": (
+        "Optional. 'hybrid' (default) matches words and meaning; 'lexical' only the words "
+        "(names, numbers, exact terms); 'semantic' only the meaning (paraphrases, other "
+        "languages)."
+    ),
+}
+
+
 def format_session_search(results: Sequence[SearchResult]) -> str:
     """Render hits as ``[role] text`` blocks joined by ``\\n---\\n``.
 
@@ -629,9 +642,16 @@ class SessionManager:
     async def tools(self) -> ToolSet:
         """A :class:`ToolSet` with ``session_search`` over this namespace's conversations."""
 
+        semantic = getattr(self._store, "embedder", None) is not None
+
         async def session_search(args: dict[str, Any]) -> str:
             try:
-                results = await self.search(str(args["query"]), limit=SEARCH_TOOL_LIMIT)
+                mode = args.get("mode") if semantic else None
+                results = await self.search(
+                    str(args["query"]),
+                    limit=SEARCH_TOOL_LIMIT,
+                    mode=None if mode is None else str(mode),
+                )
             except Exception as exc:  # a tool never raises into the agent loop
                 return f"Error: {exc or type(exc).__name__}"
             return format_session_search(results)
@@ -655,7 +675,8 @@ class SessionManager:
                                     "A question or keywords, e.g. 'When did Caroline go to "
                                     "the support group?' or 'support group'."
                                 ),
-                            }
+                            },
+                            **({"mode": _SEARCH_MODE_PARAMETER} if semantic else {}),
                         },
                         "required": ["query"],
                     },

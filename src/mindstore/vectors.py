@@ -9,9 +9,12 @@
   instead of ~0.6 ms.
 * Hybrid = min-max fusion (:func:`fuse_minmax`): each list's scores scaled to [0, 1] over the
   union of both candidate lists (a hit missing from a list scores 0 there), then
-  ``(1 - w)·lexical + w·semantic``. Measured on LoCoMo (issue 17): min-max beat reciprocal-rank
-  fusion (k = 60) by 5–9 points with every embedder; w = 0.5 scored 0.725, the best cell 0.732 at
-  0.6 (all ten conversations); on conv-26 here w = 0.5 and 0.6 are within 0.01.
+  ``(1 - w)·lexical + w·semantic`` with ``w`` = :data:`DEFAULT_SEMANTIC_WEIGHT` unless given.
+  Chosen on the LoCoMo development half (756 questions, default embedder, ``bench/recall.py
+  --sweep``): min-max beat reciprocal-rank fusion (k = 60) at every pool size; the semantic
+  weight has a plateau at 0.3–0.45 (recall@10 0.737–0.740) and falls off above it (0.5: 0.728,
+  0.6: 0.715). 0.4 beats 0.5 on each of the five conversations; leave-one-conversation-out
+  choice of the weight scores 0.734.
 """
 
 from __future__ import annotations
@@ -40,14 +43,16 @@ __all__ = [
 ]
 
 MODES = ("lexical", "semantic", "hybrid")
-DEFAULT_SEMANTIC_WEIGHT = 0.5
+DEFAULT_SEMANTIC_WEIGHT = 0.4
+"""The semantic list's share of a hybrid score when a search does not give one."""
 TEXT_LIMIT = 2000
 CONTEXT_LIMIT = 600
 SNIPPET_CHARS = 200
 CANDIDATES = 30
 """Each list contributes ``max(3·limit, CANDIDATES)`` candidates to a hybrid fusion. Measured on
-LoCoMo conv-26 (149 questions, BM25 any-mode): 30 candidates gave recall@10 0.757 against 0.745
-with 100, at half the latency (the lexical search's snippets scale with the candidates)."""
+the LoCoMo development half at weight 0.4: pools of 20, 30, 40, 50 and 100 score 0.736, 0.738,
+0.736, 0.733, 0.733; a larger pool also costs latency (the lexical search's snippets scale with
+the candidates)."""
 
 
 def _np() -> Any:
@@ -107,12 +112,14 @@ def _one_blas_thread() -> Any:
 
 @dataclass(slots=True)
 class VectorIndex:
-    """The current embedder's vectors of one namespace: row keys, their sessions, a matrix."""
+    """The current embedder's vectors of one namespace: row keys, a matrix, and each session's
+    rows. A search over a few sessions scores only their rows (an agent's ``Session.search``
+    does not pay for the whole namespace); over most of the namespace it scans the matrix."""
 
     keys: Any  # int64 array: the backend's message row key (SQLite seq / PostgreSQL id)
-    sessions: Any  # object array of session ids
     matrix: Any  # float32 (n, dims)
     generation: int
+    by_session: dict[str, Any]  # session id -> int64 array of row numbers, ascending
 
     @classmethod
     def build(
@@ -122,13 +129,15 @@ class VectorIndex:
         n = len(rows)
         matrix = np.empty((n, dims), dtype=np.float32)
         keys = np.empty(n, dtype=np.int64)
-        sessions = np.empty(n, dtype=object)
+        groups: dict[str, list[int]] = {}
         if n:
             raw = np.frombuffer(b"".join(r[2] for r in rows), dtype="<f2").reshape(n, dims)
             matrix[:] = raw
             keys[:] = [r[0] for r in rows]
-            sessions[:] = [r[1] for r in rows]
-        return cls(keys=keys, sessions=sessions, matrix=matrix, generation=generation)
+            for i, r in enumerate(rows):
+                groups.setdefault(r[1], []).append(i)
+        by_session = {sid: np.asarray(ix, dtype=np.int64) for sid, ix in groups.items()}
+        return cls(keys=keys, matrix=matrix, generation=generation, by_session=by_session)
 
     def __len__(self) -> int:
         return int(self.keys.shape[0])
@@ -141,20 +150,36 @@ class VectorIndex:
         if k <= 0 or not len(self):
             return []
         q = normalized_query(query)
-        with _one_blas_thread():
-            scores = self.matrix @ q
-        if session_ids is not None:
-            mask = np.isin(self.sessions, list(session_ids))
-            scores = np.where(mask, scores, -np.inf)
-            available = int(mask.sum())
+        keys = self.keys
+        if session_ids is None:
+            with _one_blas_thread():
+                scores = self.matrix @ q
         else:
-            available = len(self)
-        k = min(k, available)
-        if k <= 0:
-            return []
-        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-        order = sorted(top.tolist(), key=lambda i: (-float(scores[i]), -int(self.keys[i])))
-        return [(int(self.keys[i]), float(scores[i])) for i in order]
+            parts = [self.by_session[s] for s in dict.fromkeys(session_ids) if s in self.by_session]
+            if not parts:
+                return []
+            rows = parts[0] if len(parts) == 1 else np.concatenate(parts)
+            if 2 * len(rows) <= len(self):
+                # a few sessions: gather their rows (a copy of len(rows) vectors), score those
+                keys = keys[rows]
+                with _one_blas_thread():
+                    scores = self.matrix[rows] @ q
+            else:
+                with _one_blas_thread():
+                    scores = self.matrix @ q
+                keep = np.zeros(len(self), dtype=bool)
+                keep[rows] = True
+                scores = np.where(keep, scores, -np.inf)
+                k = min(k, len(rows))
+        k = min(k, len(scores))
+        if k < len(scores):
+            # every row scoring at least the k-th best, so ties at the cut go by key as well
+            kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
+            top = np.flatnonzero(scores >= kth)
+        else:
+            top = np.arange(len(scores))
+        order = top[np.lexsort((-keys[top], -scores[top]))][:k]
+        return [(int(keys[i]), float(scores[i])) for i in order.tolist()]
 
 
 def semantic_snippet(text: str, limit: int = SNIPPET_CHARS) -> str:

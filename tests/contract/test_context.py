@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from backends import close_test_store, open_test_store, postgres_url_or_skip
+from backends import Reopen
 from mindstore.context.providers import (
     FileSkillProvider,
     StaticProvider,
@@ -52,18 +51,6 @@ class CountingProvider:
     async def get(self) -> str:
         self.gets += 1
         return self.text
-
-
-async def reopen(backend: str, tmp_path: Path, token: Any) -> Store:
-    """A second store object on the same database (what a new process would open)."""
-    if backend == "sqlite":
-        from mindstore.store.sqlite import SQLiteStore
-
-        return SQLiteStore(tmp_path / "mindstore-test.db")
-    from mindstore.store.postgres import PostgresStore
-
-    url, schema = token
-    return await PostgresStore.open(url, schema=schema, min_size=1, max_size=2)
 
 
 def key(session: Session, label: str, *, shared: bool = False) -> ScopeKey:
@@ -303,45 +290,36 @@ async def test_concurrent_first_freezes_agree(store: Store) -> None:
     assert len(set(prompts)) == 1
 
 
-async def test_cached_prompt_survives_a_new_process(backend: str, tmp_path: Path) -> None:
-    if backend == "postgres":
-        postgres_url_or_skip()
-    store, token = await open_test_store(backend, tmp_path)
-    try:
-        s = (
-            Session.create(store, "chat", namespace="u1")
-            .with_context("soul", provider=StaticProvider("I am the agent."))
-            .with_context("memory")
-            .with_cached_prompt()
-        )
-        await s.replace_context_block("memory", "remember this")
-        frozen = await s.freeze_system_prompt()
-        await s.replace_context_block("memory", "changed later")
+async def test_cached_prompt_survives_a_new_process(store: Store, reopen: Reopen) -> None:
+    s = (
+        Session.create(store, "chat", namespace="u1")
+        .with_context("soul", provider=StaticProvider("I am the agent."))
+        .with_context("memory")
+        .with_cached_prompt()
+    )
+    await s.replace_context_block("memory", "remember this")
+    frozen = await s.freeze_system_prompt()
+    await s.replace_context_block("memory", "changed later")
 
-        again = await reopen(backend, tmp_path, token)
-        try:
-            fresh = (
-                Session.create(again, "chat", namespace="u1")
-                .with_context("soul", provider=FailingProvider())
-                .with_context("memory", provider=FailingProvider())
-                .with_cached_prompt()
-            )
-            assert await fresh.freeze_system_prompt() == frozen
-            # a session without the cache renders anew (and would call the providers)
-            uncached = Session.create(again, "chat", namespace="u1").with_context("memory")
-            assert "changed later" in await uncached.freeze_system_prompt()
-            # refresh persists the new prompt for the next process
-            refreshed = await (
-                Session.create(again, "chat", namespace="u1")
-                .with_context("memory")
-                .with_cached_prompt()
-                .refresh_system_prompt()
-            )
-            assert await again.get_prompt(s.key) == refreshed != frozen
-        finally:
-            await again.aclose()
-    finally:
-        await close_test_store(store, token)
+    again = await reopen()
+    fresh = (
+        Session.create(again, "chat", namespace="u1")
+        .with_context("soul", provider=FailingProvider())
+        .with_context("memory", provider=FailingProvider())
+        .with_cached_prompt()
+    )
+    assert await fresh.freeze_system_prompt() == frozen
+    # a session without the cache renders anew (and would call the providers)
+    uncached = Session.create(again, "chat", namespace="u1").with_context("memory")
+    assert "changed later" in await uncached.freeze_system_prompt()
+    # refresh persists the new prompt for the next process
+    refreshed = await (
+        Session.create(again, "chat", namespace="u1")
+        .with_context("memory")
+        .with_cached_prompt()
+        .refresh_system_prompt()
+    )
+    assert await again.get_prompt(s.key) == refreshed != frozen
 
 
 async def test_clear_messages_refreshes_prompt(store: Store) -> None:

@@ -1,4 +1,4 @@
-"""Contract: the generated memory tools and loaded skills (DESIGN §4.6) on every backend."""
+"""Contract: the generated memory tools and loaded skills on every backend."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter
 
-from backends import close_test_store, open_test_store, postgres_url_or_skip
+from backends import Reopen
 from mindstore.context.providers import (
     FileSkillProvider,
     StaticProvider,
@@ -297,35 +297,21 @@ async def test_unload_is_non_destructive(store: Store, tmp_path: Path) -> None:
     assert recent.messages[1]["parts"][0]["output"] == "[skill unloaded: api-ref]"
 
 
-async def test_loaded_skill_listed_after_restart(backend: str, tmp_path: Path) -> None:
-    if backend == "postgres":
-        postgres_url_or_skip()
-    store, token = await open_test_store(backend, tmp_path)
-    try:
-        s = configured(store, tmp_path, "chat")
-        await (await s.tools()).execute("load_context", {"label": "skills", "key": "deploy"})
-        if backend == "sqlite":
-            from mindstore.store.sqlite import SQLiteStore
-
-            again: Store = SQLiteStore(tmp_path / "mindstore-test.db")
-        else:
-            from mindstore.store.postgres import PostgresStore
-
-            again = await PostgresStore.open(token[0], schema=token[1], min_size=1, max_size=2)
-        try:
-            restarted = configured(again, tmp_path, "chat")
-            assert await restarted.get_loaded_skills() == [("skills", "deploy")]
-            tools = await restarted.tools()
-            assert "Currently loaded: deploy (from skills)." in tools["unload_context"].description
-            assert await tools.execute("unload_context", {"label": "skills", "key": "deploy"}) == (
-                'Unloaded "deploy" from skills. Context reclaimed.'
-            )
-            other = configured(again, tmp_path, "other-session")
-            assert await other.get_loaded_skills() == []
-        finally:
-            await again.aclose()
-    finally:
-        await close_test_store(store, token)
+async def test_loaded_skill_listed_after_restart(
+    store: Store, reopen: Reopen, tmp_path: Path
+) -> None:
+    s = configured(store, tmp_path, "chat")
+    await (await s.tools()).execute("load_context", {"label": "skills", "key": "deploy"})
+    again = await reopen()
+    restarted = configured(again, tmp_path, "chat")
+    assert await restarted.get_loaded_skills() == [("skills", "deploy")]
+    tools = await restarted.tools()
+    assert "Currently loaded: deploy (from skills)." in tools["unload_context"].description
+    assert await tools.execute("unload_context", {"label": "skills", "key": "deploy"}) == (
+        'Unloaded "deploy" from skills. Context reclaimed.'
+    )
+    other = configured(again, tmp_path, "other-session")
+    assert await other.get_loaded_skills() == []
 
 
 async def test_clear_messages_forgets_loaded_skills(store: Store, tmp_path: Path) -> None:

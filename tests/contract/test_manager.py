@@ -4,16 +4,12 @@ the session_search tool and namespace isolation — on every store backend."""
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import uuid
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from backends import close_test_store, open_test_store
+from backends import Storage
 from mindstore import ConflictError, MessageNotFoundError, Session, SessionNotFoundError
 from mindstore.errors import InvalidMessageError
 from mindstore.manager import SessionManager, format_session_search
@@ -133,130 +129,6 @@ async def test_session_handles_are_cached_and_configured(store: Store) -> None:
 # ---- delete leaves nothing -----------------------------------------------------------------
 
 
-@dataclass
-class RawDB:
-    """The store plus direct access to its database, for "nothing left behind" checks."""
-
-    store: Store
-    backend: str
-    path: Path | None
-    url: str | None
-    schema: str | None
-
-    async def table_counts(self) -> dict[str, int]:
-        """Row count of every table (FTS shadow tables excluded)."""
-        if self.backend == "sqlite":
-            assert self.path is not None
-            with _sqlite(self.path) as conn:
-                return {
-                    t: conn.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]
-                    for t in _sqlite_tables(conn)
-                }
-        import psycopg
-
-        assert self.url is not None
-        counts = {}
-        async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
-            for table in await _pg_tables(conn, self.schema):
-                cur = await conn.execute(f'SELECT count(*) FROM "{self.schema}"."{table}"')
-                counts[table] = (await cur.fetchone())[0]  # type: ignore[index]
-        return counts
-
-    async def hits(self, session_id: str, marker: str) -> dict[str, int]:
-        """Per table, rows where any column equals ``session_id`` or contains ``marker`` —
-        plus full-text index hits for ``marker`` in every FTS5 table (SQLite)."""
-        found: dict[str, int] = {}
-        if self.backend == "sqlite":
-            assert self.path is not None
-            with _sqlite(self.path) as conn:
-                for table in _sqlite_tables(conn):
-                    cols = [r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')]
-                    where = " OR ".join(
-                        f'CAST("{c}" AS TEXT) = ? OR CAST("{c}" AS TEXT) LIKE ?' for c in cols
-                    )
-                    args = [session_id, f"%{marker}%"] * len(cols)
-                    sql = f'SELECT count(*) FROM "{table}" WHERE {where}'
-                    n = conn.execute(sql, args).fetchone()[0]
-                    if n:
-                        found[table] = n
-                for (fts,) in conn.execute(
-                    "SELECT name FROM sqlite_master WHERE type='table' AND sql LIKE '%USING fts5%'"
-                ):
-                    sql = f'SELECT count(*) FROM "{fts}" WHERE "{fts}" MATCH ?'
-                    n = conn.execute(sql, [f'"{marker}"']).fetchone()[0]
-                    if n:
-                        found[f"fts:{fts}"] = n
-            return found
-        import psycopg
-
-        assert self.url is not None
-        async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
-            for table in await _pg_tables(conn, self.schema):
-                cur = await conn.execute(
-                    "SELECT column_name FROM information_schema.columns"
-                    " WHERE table_schema = %s AND table_name = %s",
-                    (self.schema, table),
-                )
-                cols = [r[0] for r in await cur.fetchall()]
-                where = " OR ".join(f'"{c}"::text = %s OR "{c}"::text LIKE %s' for c in cols)
-                args = [session_id, f"%{marker}%"] * len(cols)
-                cur = await conn.execute(
-                    f'SELECT count(*) FROM "{self.schema}"."{table}" WHERE {where}', args
-                )
-                n = (await cur.fetchone())[0]  # type: ignore[index]
-                if n:
-                    found[table] = n
-        return found
-
-
-class _sqlite:
-    def __init__(self, path: Path) -> None:
-        self.conn = sqlite3.connect(path)
-
-    def __enter__(self) -> sqlite3.Connection:
-        return self.conn
-
-    def __exit__(self, *exc: object) -> None:
-        self.conn.close()
-
-
-_FTS_SHADOW = ("_data", "_idx", "_docsize", "_config", "_content")
-
-
-def _sqlite_tables(conn: sqlite3.Connection) -> list[str]:
-    rows = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'").fetchall()
-    fts = {name for name, sql in rows if sql and "USING fts5" in sql}
-    return [
-        name
-        for name, _ in rows
-        if name not in fts
-        and not any(name == f + s for f in fts for s in _FTS_SHADOW)
-        and not name.startswith("sqlite_")
-    ]
-
-
-async def _pg_tables(conn: Any, schema: str | None) -> list[str]:
-    cur = await conn.execute(
-        "SELECT table_name FROM information_schema.tables"
-        " WHERE table_schema = %s AND table_type = 'BASE TABLE' ORDER BY table_name",
-        (schema,),
-    )
-    return [r[0] for r in await cur.fetchall()]
-
-
-@pytest.fixture
-async def raw(backend: str, tmp_path: Path) -> AsyncIterator[RawDB]:
-    s, token = await open_test_store(backend, tmp_path)
-    try:
-        if backend == "sqlite":
-            yield RawDB(s, backend, tmp_path / "mindstore-test.db", None, None)
-        else:
-            url, schema = token
-            yield RawDB(s, backend, None, url, schema)
-    finally:
-        await close_test_store(s, token)
-
-
 async def _fill(store: Store, ns: str, sid: str, marker: str) -> None:
     """Give a session a row in every kind of table: messages (branching, a tool part), search
     rows, a compaction, session-scoped block and entries, frozen prompt, skill state, usage."""
@@ -296,8 +168,7 @@ async def _fill(store: Store, ns: str, sid: str, marker: str) -> None:
     await m.add_usage(sid, 10, 20, 0.5)
 
 
-async def test_delete_leaves_no_row_behind(raw: RawDB) -> None:
-    store = raw.store
+async def test_delete_leaves_no_row_behind(store: Store, storage: Storage) -> None:
     m = SessionManager(store, namespace="ns")
     sibling, victim = "sibling-session", "victim-session"
     sib_marker = "sibmark" + uuid.uuid4().hex[:8]
@@ -309,23 +180,25 @@ async def test_delete_leaves_no_row_behind(raw: RawDB) -> None:
     other_marker = "othmark" + uuid.uuid4().hex[:8]
     await _fill(store, "elsewhere", victim, other_marker)
 
-    baseline = await raw.table_counts()
+    baseline = await storage.table_counts()
     sibling_history = await m.session(sibling).get_history()
     await _fill(store, "ns", victim, vic_marker)
     handle = m.session(victim)
-    assert await raw.hits("no-such-session", vic_marker)  # the probe can see the victim's rows
+    assert await storage.rows_matching(
+        "no-such-session", vic_marker
+    )  # the probe can see the victim's rows
     assert await m.search(vic_marker)
 
     assert await m.delete(victim) is True
     assert m.session(victim) is not handle  # cached handle dropped
 
-    assert await raw.hits("no-such-session", vic_marker) == {}
-    assert await raw.table_counts() == baseline
+    assert await storage.rows_matching("no-such-session", vic_marker) == {}
+    assert await storage.table_counts() == baseline
     assert await m.get(victim) is None
     assert await m.search(vic_marker) == []
     assert await m.session(victim).get_history() == []
     # sibling, namespace-scoped block and the other namespace untouched
-    assert await raw.hits("no-such-session", sib_marker)
+    assert await storage.rows_matching("no-such-session", sib_marker)
     assert await m.session(sibling).get_history() == sibling_history
     assert len(await m.search(sib_marker)) >= 4
     assert await store.get_block(shared) == "namespace-wide profile"

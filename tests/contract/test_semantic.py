@@ -1,18 +1,17 @@
-"""Semantic and hybrid search on both backends (DESIGN §5.2), with a deterministic embedder."""
+"""Semantic and hybrid search on every backend, with a deterministic embedder."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from backends import close_test_store
+from backends import Reopen, Storage
 from embedders import AsyncHashEmbedder, HashEmbedder
 from mindstore import EmbeddingError, Session, SessionManager
 from mindstore.store.base import Store
-from pgvector_server import SEMANTIC_BACKENDS, open_any
+from pgvector_server import SEMANTIC_BACKENDS
 
 
 @pytest.fixture(params=SEMANTIC_BACKENDS)
@@ -30,26 +29,12 @@ def embedder() -> HashEmbedder:
 
 
 @pytest.fixture
-async def vstore(backend: str, tmp_path: Path, embedder: HashEmbedder) -> AsyncIterator[Any]:
-    s, token = await open_any(backend, tmp_path, embedder=embedder)
-    s._test_token = token
+async def vstore(storage: Storage, embedder: HashEmbedder) -> AsyncIterator[Any]:
+    s = await storage.open(embedder=embedder)
     try:
         yield s
     finally:
-        await close_test_store(s, token)
-
-
-async def reopen(store: Any, backend: str, tmp_path: Path, embedder: Any) -> tuple[Store, Any]:
-    """Another store object on the same database, with another embedder."""
-    if backend == "sqlite":
-        from mindstore import SQLiteStore
-
-        return SQLiteStore(tmp_path / "mindstore-test.db", embedder=embedder), None
-    from mindstore import PostgresStore
-
-    url, schema = store._test_token
-    index = "pgvector" if backend == "pgvector" else "auto"
-    return await PostgresStore.open(url, schema=schema, embedder=embedder, vector_index=index), None
+        await s.aclose()
 
 
 async def test_appends_never_call_the_embedder_and_embed_pending_catches_up(
@@ -150,21 +135,19 @@ async def test_vectors_follow_updates_and_deletes(vstore: Any, embedder: HashEmb
 
 
 async def test_vectors_of_another_embedder_are_ignored_until_reembedded(
-    vstore: Any, backend: str, tmp_path: Path
+    vstore: Any, reopen: Reopen
 ) -> None:
     s = Session.create(vstore, "s1")
     await s.append_message(msg("a", "bananas are yellow"))
     await vstore.embed_pending()
     for other in (HashEmbedder(name="another-model"), HashEmbedder(dimensions=128)):
-        store2, _ = await reopen(vstore, backend, tmp_path, other)
-        try:
-            s2 = Session.create(store2, "s1")
-            assert await s2.search("bananas yellow", mode="semantic") == []
-            assert await store2.pending_embeddings() == 1  # type: ignore[attr-defined]
-            assert await store2.embed_pending() == 1  # type: ignore[attr-defined]
-            assert [h.message_id for h in await s2.search("bananas", mode="semantic")] == ["a"]
-        finally:
-            await store2.aclose()
+        store2 = await reopen(embedder=other)
+        s2 = Session.create(store2, "s1")
+        assert await s2.search("bananas yellow", mode="semantic") == []
+        assert await store2.pending_embeddings() == 1  # type: ignore[attr-defined]
+        assert await store2.embed_pending() == 1  # type: ignore[attr-defined]
+        assert [h.message_id for h in await s2.search("bananas", mode="semantic")] == ["a"]
+        await store2.aclose()
     # the original embedder's vector was replaced: it is pending for it again
     assert await vstore.pending_embeddings() == 1
     assert await s.search("bananas", mode="semantic") == []
@@ -236,26 +219,26 @@ async def test_embedder_failure_writes_nothing_and_leaves_rows_pending(
     assert await vstore.embed_pending() == 1
 
 
-async def test_bad_vectors_are_refused(backend: str, tmp_path: Path) -> None:
+async def test_bad_vectors_are_refused(storage: Storage) -> None:
     class Wrong(HashEmbedder):
         def embed(self, texts: list[str]) -> list[list[float]]:
             return [v[:-1] for v in super().embed(texts)]
 
-    store, token = await open_any(backend, tmp_path, embedder=Wrong())
+    store = await storage.open(embedder=Wrong())
     try:
         await Session.create(store, "s").append_message(msg("a", "alpha"))
         with pytest.raises(EmbeddingError, match="dimensions"):
             await store.embed_pending()  # type: ignore[attr-defined]
         assert await store.pending_embeddings() == 1  # type: ignore[attr-defined]
     finally:
-        await close_test_store(store, token)
+        await store.aclose()
     with pytest.raises(TypeError, match="embedder"):
-        await open_any(backend, tmp_path, embedder=object())
+        await storage.open(embedder=object())
 
 
-async def test_async_embedder_and_messages_without_text(backend: str, tmp_path: Path) -> None:
+async def test_async_embedder_and_messages_without_text(storage: Storage) -> None:
     emb = AsyncHashEmbedder()
-    store, token = await open_any(backend, tmp_path, embedder=emb)
+    store = await storage.open(embedder=emb)
     try:
         s = Session.create(store, "s")
         await s.append_message(msg("a", "alpha beta"))
@@ -274,43 +257,12 @@ async def test_async_embedder_and_messages_without_text(backend: str, tmp_path: 
         hits = await s.search("alpha", mode="semantic")
         assert [h.message_id for h in hits] == ["a"]
     finally:
-        await close_test_store(store, token)
+        await store.aclose()
 
 
-async def test_postgres_vector_index_choice(
-    backend: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    if backend == "sqlite":
-        pytest.skip("PostgreSQL only: how the vector index is chosen")
-    store, token = await open_any(backend, tmp_path, embedder=HashEmbedder())
-    try:
-        assert store._vectors.hnsw is (backend == "pgvector")
-        url, schema = token
-        from mindstore import PostgresStore
-
-        with pytest.raises(ValueError, match="vector_index"):
-            await PostgresStore.open(url, schema=schema, vector_index="ivf")
-        exact = await PostgresStore.open(
-            url, schema=schema, embedder=HashEmbedder(), vector_index="exact"
-        )
-        assert exact._vectors.hnsw is False  # type: ignore[attr-defined]
-        await exact.aclose()
-        if backend == "postgres":
-            # the shared server has no pgvector: "auto" logs why and uses the exact scan
-            assert "pgvector is not available" in caplog.text
-            from mindstore import StoreError
-
-            with pytest.raises(StoreError, match="pgvector"):
-                await PostgresStore.open(
-                    url, schema=schema, embedder=HashEmbedder(), vector_index="pgvector"
-                )
-    finally:
-        await close_test_store(store, token)
-
-
-async def test_hnsw_and_exact_agree(backend: str, tmp_path: Path) -> None:
+async def test_hnsw_and_exact_agree(storage: Storage) -> None:
     """The approximate index returns what the exact scan returns on a small namespace."""
-    store, token = await open_any(backend, tmp_path, embedder=HashEmbedder())
+    store = await storage.open(embedder=HashEmbedder())
     try:
         m = SessionManager(store, namespace="n")
         words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
@@ -325,30 +277,26 @@ async def test_hnsw_and_exact_agree(backend: str, tmp_path: Path) -> None:
             assert [round(h.score, 2) for h in whole] == [round(h.score, 2) for h in exact]
             assert whole[0].message_id == exact[0].message_id
     finally:
-        await close_test_store(store, token)
+        await store.aclose()
 
 
-async def test_open_store_takes_an_embedder(backend: str, tmp_path: Path) -> None:
-    from backends import POSTGRES_URL, drop_schema, new_schema_name
+async def test_open_store_takes_an_embedder(storage: Storage) -> None:
     from mindstore import open_store
 
     emb = HashEmbedder()
-    if backend == "sqlite":
-        store = await open_store(f"sqlite:///{tmp_path / 'o.db'}", embedder=emb)
-        schema = None
-    elif backend == "postgres" and POSTGRES_URL:
-        schema = new_schema_name()
-        store = await open_store(POSTGRES_URL, schema=schema, embedder=emb)
-    else:
-        pytest.skip("covered by the sqlite and postgres cases")
+    store = await open_store(storage.url_string, **storage.open_options(embedder=emb))
     try:
         assert store.embedder is emb  # type: ignore[attr-defined]
+        assert store.vector_index in ("pgvector", "exact")  # type: ignore[attr-defined]
         await Session.create(store, "s").append_message(msg("a", "open store"))
         assert await store.embed_pending() == 1  # type: ignore[attr-defined]
     finally:
         await store.aclose()
-        if schema:
-            await drop_schema(POSTGRES_URL, schema)
+
+
+async def test_vector_index_is_none_without_an_embedder(store: Store) -> None:
+    assert store.vector_index is None  # type: ignore[attr-defined]
+    assert store.embedder is None  # type: ignore[attr-defined]
 
 
 async def test_delete_namespace_takes_its_vectors(vstore: Any) -> None:

@@ -14,28 +14,22 @@ import pytest
 
 import mindstore
 import mindstore.sync as sync
-from backends import drop_schema, new_schema_name, postgres_url_or_skip
-from mindstore.errors import StoreError
+from backends import Storage
 from mindstore.manager import SessionManager as AsyncSessionManager
 from mindstore.session import Session as AsyncSession
 from mindstore.store.postgres import PostgresStore as AsyncPostgresStore
 from mindstore.store.sqlite import SQLiteStore as AsyncSQLiteStore
 from mindstore.tools import ToolSet as AsyncToolSet
 
-BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
-
-@pytest.fixture(params=BACKENDS)
-def sync_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    if request.param == "sqlite":
-        with sync.SQLiteStore(tmp_path / "sync.db") as store:
+@pytest.fixture
+def sync_store(backend: str, tmp_path: Path) -> Iterator[Any]:
+    storage = Storage.new(backend, tmp_path)
+    try:
+        with storage.open_sync() as store:
             yield store
-        return
-    url = postgres_url_or_skip()
-    schema = new_schema_name()
-    with sync.PostgresStore.open(url, schema=schema, min_size=1, max_size=4) as store:
-        yield store
-    asyncio.run(drop_schema(url, schema))
+    finally:
+        asyncio.run(storage.drop())
 
 
 def text(role: str, body: str, mid: str | None = None) -> dict[str, Any]:
@@ -87,19 +81,6 @@ def test_constructors_keep_their_signatures() -> None:
     assert inspect.signature(sync.SessionManager) == inspect.signature(AsyncSessionManager)
     assert inspect.signature(sync.open_store) == inspect.signature(mindstore.open_store)
     assert sync.StaticProvider is mindstore.StaticProvider  # everything else: the same object
-
-
-def test_with_opens_the_store_at_once(tmp_path: Path) -> None:
-    (tmp_path / "dir.db").mkdir()
-    store = sync.SQLiteStore(tmp_path / "dir.db")
-    with pytest.raises(StoreError), store:
-        pass  # pragma: no cover - the store cannot be opened
-    assert not store._loop._thread.is_alive()  # its loop thread was stopped
-
-
-def test_session_needs_a_sync_store(tmp_path: Path) -> None:
-    with pytest.raises(TypeError, match=r"mindstore.sync"):
-        sync.Session.create(AsyncSQLiteStore(tmp_path / "a.db"), "x")
 
 
 # ---------------------------------------------------------------- behaviour on both backends
@@ -182,13 +163,11 @@ async def test_works_where_a_loop_is_already_running(sync_store: Any) -> None:
     assert len(s.get_history()) == 1
 
 
-def test_closed_store_refuses_calls(tmp_path: Path) -> None:
-    store = sync.open_store(f"sqlite:///{tmp_path / 'c.db'}")
-    assert isinstance(store, sync.SQLiteStore)
-    s = sync.Session.create(store, "x")
+def test_closed_store_refuses_calls(sync_store: Any) -> None:
+    s = sync.Session.create(sync_store, "x")
     s.append_message(text("user", "hi"))
-    store.close()
-    store.close()  # idempotent
+    sync_store.close()
+    sync_store.close()  # idempotent
     with pytest.raises(RuntimeError, match="closed"):
         s.get_history()
 
@@ -197,21 +176,3 @@ def test_errors_pass_through_unchanged(sync_store: Any) -> None:
     s = sync.Session.create(sync_store, "x")
     with pytest.raises(mindstore.MessageNotFoundError):
         s.append_message(text("user", "hi"), parent_id="nope")
-
-
-@pytest.mark.postgres
-def test_postgres_asyncio_run_per_operation_then_aclose() -> None:
-    # The reported script: every call in its own asyncio.run; aclose raised "Event loop is
-    # closed" because the pool's tasks died with the first loop.
-    url = postgres_url_or_skip()
-    schema = new_schema_name()
-    store = asyncio.run(AsyncPostgresStore.open(url, schema=schema, min_size=1, max_size=2))
-    try:
-        s = AsyncSession.create(store, "x")
-        asyncio.run(s.append_message(text("user", "hi")))
-        assert len(asyncio.run(s.get_history())) == 1
-    finally:
-        asyncio.run(store.aclose())
-    with pytest.raises(StoreError, match="closed"):
-        asyncio.run(s.get_history())
-    asyncio.run(drop_schema(url, schema))

@@ -8,13 +8,11 @@ playing another worker.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
-from backends import close_test_store, open_test_store, reopen_test_store
+from backends import Reopen
 from mindstore.errors import ConflictError, MessageNotFoundError, StoreError
+from mindstore.search import parse_query
 from mindstore.store.base import NewMessage, ScopeKey, SessionKey, Store
 
 K = SessionKey(namespace="ns", session_id="s")
@@ -35,16 +33,10 @@ class Boom(Exception):
 
 
 @pytest.fixture
-async def pair(backend: str, tmp_path: Path) -> AsyncIterator[tuple[Store, Store]]:
+async def pair(store: Store, reopen: Reopen) -> tuple[Store, Store]:
     """Two store objects on one database: the writer under test and another worker."""
-    store, token = await open_test_store(backend, tmp_path)
     await store.stats()  # the schema exists before the second store opens
-    other = await reopen_test_store(backend, tmp_path, token)
-    try:
-        yield store, other
-    finally:
-        await other.aclose()
-        await close_test_store(store, token)
+    return store, await reopen()
 
 
 async def ids(store: Store, key: SessionKey = K) -> list[str]:
@@ -158,3 +150,17 @@ async def test_closed_store_refuses_a_transaction(pair: tuple[Store, Store]) -> 
     with pytest.raises(StoreError):
         async with store.transaction():
             pass
+
+
+async def test_search_inside_a_block_sees_the_blocks_writes(store: Store) -> None:
+    """Multi-statement reads (search reads statistics, then rows) join the open transaction —
+    in a write block and in a read-only one — instead of trying to start their own snapshot."""
+    await store.append(K, [m("a")])
+    query = parse_query("zebra")
+    async with store.transaction():
+        await store.append(K, [m("zebra")])
+        hits = await store.search(K.namespace, query, session_ids=[K.session_id])
+        assert [h.message_id for h in hits] == ["zebra"]
+    async with store.transaction(readonly=True):
+        hits = await store.search(K.namespace, query, session_ids=[K.session_id])
+        assert [h.message_id for h in hits] == ["zebra"]

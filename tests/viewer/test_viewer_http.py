@@ -348,7 +348,7 @@ def test_bind_rules() -> None:
 
 
 def test_the_facade_has_no_write_method() -> None:
-    protocol = {n for n in vars(Store) if not n.startswith("_") and callable(getattr(Store, n))}
+    protocol = {n for n in dir(Store) if not n.startswith("_") and callable(getattr(Store, n))}
     assert protocol >= READ_METHODS
     writes = protocol - READ_METHODS - {"aclose"}
     assert {"append", "set_block", "put_prompt", "delete_session", "add_compaction"} <= writes

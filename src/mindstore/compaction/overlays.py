@@ -1,6 +1,6 @@
 """Compaction overlays: replacing summarised ranges of a path at read time. Pure: no I/O.
 
-An overlay (a stored :class:`~mindstore.store.base.Compaction`) covers the contiguous range
+An overlay (a stored :class:`~mindstore.store.types.Compaction`) covers the contiguous range
 ``from_message_id``..``to_message_id`` of one root→leaf path. Reading a path never deletes or
 edits a stored message; the covered range is replaced by one *virtual* message::
 
@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mindstore.messages import RESERVED_ID_PREFIX
-from mindstore.store.base import Compaction
+from mindstore.store.types import Compaction
 
 __all__ = [
     "COMPACTION_ID_PREFIX",

@@ -10,11 +10,12 @@ from typing import Any, Final
 
 from mindstore.errors import InvalidKeyError, InvalidMessageError, MessageNotFoundError
 from mindstore.search import ParsedQuery
-from mindstore.store.base import ScopeKey, SessionKey
+from mindstore.store.types import ScopeKey, SessionKey
 
 __all__ = [
     "CREATE_FIELDS",
     "SESSION_FIELDS",
+    "check_choice",
     "check_entry_key",
     "check_id",
     "check_int",
@@ -209,3 +210,12 @@ def not_found(key: SessionKey, message_id: str) -> MessageNotFoundError:
     return MessageNotFoundError(
         f"no message {message_id!r} in session {key.session_id!r} (namespace {key.namespace!r})"
     )
+
+
+# ---- store options (constructors) ------------------------------------------------------------
+def check_choice(value: Any, field: str, choices: tuple[str, ...]) -> str:
+    """One of a fixed set of option values (``synchronous``, ``vector_index``)."""
+    if not isinstance(value, str) or value not in choices:
+        allowed = ", ".join(repr(c) for c in choices[:-1]) + f" or {choices[-1]!r}"
+        raise ValueError(f"{field} must be {allowed}, got {value!r}")
+    return value

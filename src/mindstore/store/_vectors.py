@@ -4,26 +4,40 @@ A message is *pending* while it has no vector row for the store's embedder (``na
 ``dimensions``): never embedded, embedded by another embedder, or its row was dropped because the
 message (or its parent, which is part of the embedded text) changed. Rows of another embedder are
 never read by a search; embedding replaces them.
+
+What is embedded is the lexical index's text (:func:`mindstore.search.index_text`): text and
+reasoning parts, else the tool text. The memory tools' own calls and results
+(:data:`mindstore.search.MEMORY_TOOLS`) are left out there, so they are never sent to the
+embedder: a message holding nothing else gets an empty vector row (done, not pending, never a
+semantic hit) and gives its children no context.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, Protocol
 
 from mindstore.embeddings import Embedder, embed_batch
 from mindstore.errors import EmbeddingError
-from mindstore.search import index_text
+from mindstore.search import SearchResult, index_text
+from mindstore.store._checks import check_int, check_name
 from mindstore.vectors import embedding_text, encode_vector
 
 __all__ = [
+    "BackendVectors",
     "EmbedsPending",
     "PendingRow",
+    "VectorMethods",
     "check_embedder",
     "message_text",
+    "query_embedding_started",
+    "query_vector",
     "require_embedder",
     "run_embed_pending",
 ]
@@ -46,6 +60,41 @@ def message_text(content: str | None) -> str:
         return ""
     text, tool_text = index_text(message)
     return text or tool_text
+
+
+_STARTED: ContextVar[tuple[Embedder, str, asyncio.Future[list[list[float]]]] | None] = ContextVar(
+    "mindstore_query_embedding", default=None
+)
+
+
+@asynccontextmanager
+async def query_embedding_started(embedder: Embedder, query: str) -> AsyncIterator[None]:
+    """Start embedding ``query`` now, in the background, for the block: a hybrid search runs
+    its lexical half meanwhile (the model call often costs more than the lexical search), and
+    :func:`query_vector` for the same embedder and query inside the block awaits this one
+    instead of embedding again. Leaving the block early cancels it; the store is never used
+    from two tasks at once (only the embedder runs beside the caller)."""
+    task = asyncio.ensure_future(embed_batch(embedder, [query], query=True))
+    token = _STARTED.set((embedder, query, task))
+    try:
+        await asyncio.sleep(0)  # let it reach the embedder (a worker thread or a request)
+        yield
+    finally:
+        _STARTED.reset(token)
+        if not task.done():
+            task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def query_vector(embedder: Embedder, query: str) -> list[float]:
+    """The query's vector: the one :func:`query_embedding_started` is computing, else a new
+    call to the embedder."""
+    started = _STARTED.get()
+    if started is not None and started[0] is embedder and started[1] == query:
+        [vector] = await started[2]
+    else:
+        [vector] = await embed_batch(embedder, [query], query=True)
+    return vector
 
 
 def check_embedder(embedder: Any) -> Embedder | None:
@@ -158,3 +207,92 @@ class EmbedsPending:
             batch_size=batch_size,
             progress=progress,
         )
+
+
+class BackendVectors(Protocol):
+    """What a backend's vectors object (``sqlite/vectors.py``, ``postgres/vectors.py``) offers
+    the store."""
+
+    async def embed_pending(
+        self, *, limit: int | None, batch_size: int, progress: Callable[[int], None] | None
+    ) -> int: ...
+
+    async def pending_count(self) -> int: ...
+
+    async def drop_vectors(self) -> int: ...
+
+    async def search(
+        self, namespace: str, query: str, *, session_ids: Sequence[str] | None, limit: int
+    ) -> list[SearchResult]: ...
+
+
+class VectorMethods:
+    """The vector half of a store's public API, written once for both backends: argument
+    checks here, the work in the backend's :class:`BackendVectors` (``_vectors``, None without
+    an embedder). A store sets ``_embedder`` (checked with :func:`check_embedder`) and
+    ``_vectors`` in its constructor. Every method except :attr:`embedder` and
+    :attr:`vector_index` raises :class:`~mindstore.errors.EmbeddingError` without an embedder.
+    """
+
+    _embedder: Embedder | None
+    _vectors: BackendVectors | None
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder given to the store, or None (lexical search only)."""
+        return self._embedder
+
+    @property
+    def vector_index(self) -> Literal["pgvector", "exact"] | None:
+        """How :meth:`semantic_search` finds neighbours: ``"pgvector"`` (pgvector's HNSW
+        index, PostgreSQL only), ``"exact"`` (an exact cosine scan), or None without an
+        embedder. Decided when the store opens."""
+        if self._vectors is None:
+            return None
+        # PostgresVectors.hnsw: whether the pgvector index is in use; SQLite has none.
+        return "pgvector" if getattr(self._vectors, "hnsw", False) else "exact"
+
+    def _require_vectors(self, what: str) -> BackendVectors:
+        require_embedder(self._embedder, what)
+        assert self._vectors is not None
+        return self._vectors
+
+    async def embed_pending(
+        self,
+        *,
+        limit: int | None = None,
+        batch_size: int = 64,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Embed messages that have no vector of this store's embedder yet, ``batch_size`` per
+        call to the embedder and per transaction; returns how many were embedded.
+        ``progress(n)`` is called after each batch."""
+        vectors = self._require_vectors("embed_pending")
+        return await vectors.embed_pending(limit=limit, batch_size=batch_size, progress=progress)
+
+    async def pending_embeddings(self) -> int:
+        """How many messages have no vector of this store's embedder."""
+        return await self._require_vectors("pending_embeddings").pending_count()
+
+    async def drop_vectors(self) -> int:
+        """Delete every stored vector (any embedder) so the next embed_pending re-embeds all."""
+        return await self._require_vectors("drop_vectors").drop_vectors()
+
+    async def semantic_search(
+        self,
+        namespace: str,
+        query: str,
+        *,
+        session_ids: Sequence[str] | None = None,
+        limit: int = 20,
+    ) -> list[SearchResult]:
+        """Nearest messages of the namespace to ``query`` by the embedder (cosine k-NN over
+        the namespace's vectors of this embedder), best first."""
+        check_name(namespace, "namespace")
+        check_int(limit)
+        if session_ids is not None:
+            if isinstance(session_ids, str):
+                raise TypeError("session_ids must be a sequence of session ids, not a string")
+            session_ids = [check_name(s, "session id") for s in session_ids]
+        vectors = self._require_vectors("semantic search")
+        return await vectors.search(namespace, query, session_ids=session_ids, limit=limit)

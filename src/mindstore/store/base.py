@@ -1,5 +1,12 @@
 """The Store protocol: persistence for namespaced message trees, overlays, blocks and search.
 
+The protocol is split by role — :class:`MessageStore` (message trees, paths, search),
+:class:`OverlayStore` (compaction overlays), :class:`BlockStore` (context blocks, the frozen
+prompt, loaded skills), :class:`EntryStore` (keyed entries), :class:`RegistryStore` (the session
+registry and whole-store operations) — and :class:`Store` is all of them plus the lifecycle and
+:meth:`Store.transaction`. A component that needs one role can ask for that role only. The value
+types live in :mod:`mindstore.store.types`; this module re-exports them.
+
 Any class that passes ``tests/contract`` is a valid backend. Stores only move rows: validation
 of messages, overlay application, token estimates, rendering and compaction planning live in pure
 modules and in :class:`mindstore.Session`. Each method is one transaction: it either happens
@@ -19,24 +26,46 @@ compare-and-append races as :class:`~mindstore.errors.ConflictError`.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from mindstore.search import ParsedQuery, SearchResult
+from mindstore.store.types import (
+    AUTO,
+    UNSET,
+    Compaction,
+    Entry,
+    EntryHit,
+    NewMessage,
+    ParentSpec,
+    PathWindow,
+    ScopeKey,
+    SessionInfo,
+    SessionKey,
+    SkillState,
+    StoredMessage,
+    TokenEstimate,
+)
+from mindstore.store.types import (
+    _Sentinel as _Sentinel,
+)
 
 __all__ = [
     "AUTO",
     "UNSET",
+    "BlockStore",
     "Compaction",
     "Entry",
     "EntryHit",
+    "EntryStore",
+    "MessageStore",
     "NewMessage",
+    "OverlayStore",
     "ParentSpec",
     "PathWindow",
+    "RegistryStore",
     "ScopeKey",
     "SessionInfo",
     "SessionKey",
@@ -47,199 +76,8 @@ __all__ = [
 ]
 
 
-class _Sentinel(enum.Enum):
-    AUTO = "AUTO"
-    UNSET = "UNSET"
-
-    def __repr__(self) -> str:
-        return self.value
-
-
-AUTO: Final = _Sentinel.AUTO
-"""``parent_id`` default: attach to the session's latest leaf (new root when empty)."""
-UNSET: Final = _Sentinel.UNSET
-"""``expected_leaf`` default: no compare-and-append check."""
-
-ParentSpec = str | None | _Sentinel
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SessionKey:
-    namespace: str
-    session_id: str
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ScopeKey:
-    """Where a block or a keyed-entry collection lives; ``session_id=None`` = namespace-wide."""
-
-    namespace: str
-    session_id: str | None
-    label: str
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class NewMessage:
-    """One message to insert. ``message`` is already validated (has an ``id``)."""
-
-    message: dict[str, Any]
-    parent: ParentSpec = AUTO
-    tokens: int = 0
-    """The session's token estimate of this message, kept for budgets (get_recent_history)."""
-    content: str | None = None
-    """Optional: exactly :func:`mindstore.messages.dumps` of ``message``, when the caller has it
-    already (the Session does, from the row-size check). A store may store it instead of
-    serialising the message again; it must not be anything else."""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class StoredMessage:
-    id: str
-    parent_id: str | None
-    message: dict[str, Any]
-    created_at: datetime  # timezone-aware UTC, sub-second precision
-    seq: int
-    tokens: int
-    nbytes: int  # UTF-8 bytes of the stored JSON
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class PathWindow:
-    """The longest suffix of a root→leaf path within a budget, plus totals over the whole path."""
-
-    messages: list[StoredMessage]  # root-most first
-    truncated: bool
-    total_tokens: int
-    total_bytes: int
-    path_length: int
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Compaction:
-    """A stored summary overlay over the contiguous path range ``from``..``to``."""
-
-    id: int
-    from_message_id: str
-    to_message_id: str
-    summary: str
-    created_at: datetime
-    superseded_by: int | None = None
-    reverted: bool = False
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TokenEstimate:
-    """The running token estimate of a session, kept by the store for ``compact_after``.
-
-    ``tokens`` is the estimate of the path ending at ``leaf_id`` with compaction overlays
-    applied (the stored per-message ``tokens`` summed, summaries counted instead of the ranges
-    they cover). Every append in the same transaction extends it when the new message's parent
-    is ``leaf_id`` (or starts it at a new root) and clears it otherwise; every other write that
-    can change what a path reads as (update, delete, clear, add/revert compaction, a skill
-    unload) clears it, clears the back-off and increments ``version``. ``leaf_id`` and
-    ``tokens`` are None when unknown.
-
-    ``floor``/``margin``: the automatic-compaction back-off — no automatic compaction until the
-    context exceeds ``floor``; ``margin`` is the growth the last back-off waited for.
-    """
-
-    leaf_id: str | None
-    tokens: int | None
-    version: int
-    floor: int | None = None
-    margin: int | None = None
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SkillState:
-    """A skill of a loadable block that was loaded in a session.
-
-    ``loaded`` is False after an unload; ``unloaded_before_seq`` is then the highest message
-    ``seq`` of the session at unload time: tool results of ``load_context`` for this key stored in
-    messages with ``seq <= unloaded_before_seq`` read back as ``[skill unloaded: <key>]``.
-    Loading the skill again keeps that mark (``loaded`` is True, ``unloaded_before_seq`` is
-    not None): results from before the unload stay hidden and the new load's result shows.
-    The next unload moves the mark to the then-newest message. ``None`` means never unloaded.
-    """
-
-    label: str
-    key: str
-    loaded: bool
-    unloaded_before_seq: int | None = None
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Entry:
-    """A keyed document in a collection (searchable entries and stored skills)."""
-
-    key: str
-    content: str
-    description: str | None
-    updated_at: datetime
-    data: str | None = None
-    """An opaque payload stored with the entry and never indexed (the LangGraph store keeps an
-    item's JSON value here)."""
-    created_at: datetime | None = None
-    """When the entry was first written (``updated_at`` for entries older than the column)."""
-    expires_at: datetime | None = None
-    """When the entry expires (None: never). Expired entries are still returned by ``get_entry``
-    and ``get_entries`` until swept; callers that honour expiry check this field."""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class EntryHit:
-    key: str
-    content: str
-    description: str | None
-    snippet: str
-    score: float
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SessionInfo:
-    id: str
-    name: str | None
-    parent_session_id: str | None
-    model: str | None
-    source: str | None
-    metadata: dict[str, Any] | None
-    input_tokens: int
-    output_tokens: int
-    estimated_cost: float
-    end_reason: str | None
-    created_at: datetime
-    updated_at: datetime
-    message_count: int
-
-
-@runtime_checkable
-class Store(Protocol):
-    """Persistence for namespaced message trees, blocks, overlays and search.
-
-    Any class that passes tests/contract is a valid backend.
-    """
-
-    # ---- lifecycle -------------------------------------------------------------------------
-    async def aclose(self) -> None: ...
-
-    def transaction(
-        self, *, readonly: bool = False, lock: Sequence[SessionKey] = ()
-    ) -> AbstractAsyncContextManager[None]:
-        """``async with store.transaction():`` — the calls the current task makes on this store
-        inside the block are ONE transaction: they all commit when the block ends, or none
-        does (an exception, a lost connection or a killed process leaves nothing of the block).
-
-        Multi-step operations use it: import, fork, compact_and_split (writes) and export
-        (``readonly=True``: every read sees one snapshot; a write raises StoreError). Each
-        call inside stays atomic by itself (a call that raises undoes only its own writes; the
-        block decides). ``lock``: sessions whose registry rows are locked at the start, so a
-        check made inside the block (e.g. "this session has not ended") still holds at commit
-        — concurrent blocks locking the same session run one after the other. Blocks nest
-        (an inner block joins the outer one). Inside the block, await nothing but this
-        store's calls: an SQLite store has one connection, and another task's call made while
-        the block is suspended raises StoreError instead of joining it.
-        """
-        ...
+class MessageStore(Protocol):
+    """Message trees of sessions: append, read paths and windows, edit, delete, search."""
 
     # ---- messages --------------------------------------------------------------------------
     async def append(
@@ -354,6 +192,10 @@ class Store(Protocol):
         ties by recency (higher seq first). Empty query → []."""
         ...
 
+
+class OverlayStore(Protocol):
+    """Compaction overlays: stored summaries over a contiguous path range."""
+
     # ---- compaction overlays -----------------------------------------------------------------
     async def add_compaction(
         self,
@@ -376,6 +218,11 @@ class Store(Protocol):
         """Mark reverted; overlays it had superseded become active again (superseded_by=None).
         Unknown id → CompactionError."""
         ...
+
+
+class BlockStore(Protocol):
+    """Per-session and namespace-wide context state: blocks, the frozen system prompt and
+    which skills of a loadable block are loaded."""
 
     # ---- context blocks ----------------------------------------------------------------------
     async def get_block(self, key: ScopeKey) -> str | None: ...
@@ -414,6 +261,10 @@ class Store(Protocol):
         """Record a load/unload; returns False when it was already in that state. An unload
         records ``unloaded_before_seq`` = the session's highest message seq."""
         ...
+
+
+class EntryStore(Protocol):
+    """Keyed, searchable entry collections (search and skill providers, the LangGraph store)."""
 
     # ---- keyed entries (StoreSearchProvider, StoreSkillProvider) -----------------------------
     async def put_entry(
@@ -464,6 +315,11 @@ class Store(Protocol):
     async def search_entries(
         self, key: ScopeKey, query: ParsedQuery, *, limit: int = 10
     ) -> list[EntryHit]: ...
+
+
+class RegistryStore(Protocol):
+    """The session registry (SessionManager) and whole-store operations (stats, reindex,
+    namespaces)."""
 
     # ---- session registry (SessionManager) ---------------------------------------------------
     async def create_session(
@@ -525,4 +381,34 @@ class Store(Protocol):
     async def list_namespaces(self) -> list[str]:
         """Every namespace that holds a session, a block or a keyed entry, sorted (by code
         point). For browsing a store (the viewer); a namespace with nothing left is not listed."""
+        ...
+
+
+@runtime_checkable
+class Store(MessageStore, OverlayStore, BlockStore, EntryStore, RegistryStore, Protocol):
+    """Persistence for namespaced message trees, blocks, overlays and search: every role.
+
+    Any class that passes tests/contract is a valid backend.
+    """
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    async def aclose(self) -> None: ...
+
+    def transaction(
+        self, *, readonly: bool = False, lock: Sequence[SessionKey] = ()
+    ) -> AbstractAsyncContextManager[None]:
+        """``async with store.transaction():`` — the calls the current task makes on this store
+        inside the block are ONE transaction: they all commit when the block ends, or none
+        does (an exception, a lost connection or a killed process leaves nothing of the block).
+
+        Multi-step operations use it: import, fork, compact_and_split (writes) and export
+        (``readonly=True``: every read sees one snapshot; a write raises StoreError). Each
+        call inside stays atomic by itself (a call that raises undoes only its own writes; the
+        block decides). ``lock``: sessions whose registry rows are locked at the start, so a
+        check made inside the block (e.g. "this session has not ended") still holds at commit
+        — concurrent blocks locking the same session run one after the other. Blocks nest
+        (an inner block joins the outer one). Inside the block, await nothing but this
+        store's calls: an SQLite store has one connection, and another task's call made while
+        the block is suspended raises StoreError instead of joining it.
+        """
         ...

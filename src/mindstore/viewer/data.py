@@ -15,7 +15,7 @@ from typing import Any
 
 from mindstore.cli.render import to_jsonable
 from mindstore.search import parse_query
-from mindstore.store.base import SessionInfo, SessionKey
+from mindstore.store.types import SessionInfo, SessionKey
 from mindstore.tokens import estimate_string_tokens
 
 from .readonly import ReadOnlyStore

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mindstore.compaction.overlays import compaction_message, resolve_overlays
-from mindstore.store.base import Compaction, StoredMessage
+from mindstore.store.types import Compaction, StoredMessage
 from mindstore.tokens import estimate_message_tokens
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""The PostgreSQL backend (psycopg 3, async pool, tsvector). See
+"""The PostgreSQL backend (psycopg 3, async connection pool). See
 :mod:`mindstore.store.postgres.store`.
 
 Importing this package does not require psycopg; :meth:`PostgresStore.open` raises

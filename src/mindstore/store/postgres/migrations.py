@@ -13,9 +13,22 @@ A released migration is never edited; changes go in a new, higher-numbered migra
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
 
-__all__ = ["LATEST_VERSION", "MIGRATIONS", "REINDEX_AFTER", "SCHEMA_TABLE_SQL"]
+from mindstore.errors import SchemaVersionError, StoreError
+from mindstore.store.postgres import lexical
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+
+__all__ = [
+    "LATEST_VERSION",
+    "MIGRATIONS",
+    "REINDEX_AFTER",
+    "SCHEMA_TABLE_SQL",
+    "check_current",
+    "migrate",
+]
 
 # Why: the version must be readable before any migration ran, and there must be exactly one row
 # (the CHECK on a constant primary key makes a second row impossible).
@@ -76,7 +89,7 @@ m001_message_tree: Final = [
     "CREATE INDEX messages_by_session_seq ON messages (sid, seq)",
 ]
 
-# Why: DESIGN §5 wants stemmed words and phrases AND prefixes matched as typed (``deploym*``
+# Why: search wants stemmed words and phrases AND prefixes matched as typed (``deploym*``
 # finds "deployment", which a stemmed vector cannot do). Two vectors per message: ``tsv`` holds
 # stemmed lexemes of the text (weight A) and of the tool text (C) — phrase queries are restricted
 # to one weight, so a phrase never matches across the text/tool boundary — and ``tsv_prefix``
@@ -106,8 +119,8 @@ m002_message_search: Final = [
     " WITH (fastupdate = off)",
 ]
 
-# Why: compaction overlays, context blocks, the frozen prompt and loaded-skill state (DESIGN §4,
-# §6). Blocks and prompts are keyed by strings — (namespace, scope, label) with scope '' meaning
+# Why: compaction overlays, context blocks, the frozen prompt and loaded-skill state.
+# Blocks and prompts are keyed by strings — (namespace, scope, label) with scope '' meaning
 # "namespace-wide" (a session id is never empty, so '' cannot collide) — so writing a block does
 # not create a registry row. Compactions reference the session's sid: they only exist for
 # sessions that have messages, and go with the session.
@@ -245,7 +258,7 @@ m007_token_estimates: Final = [
     " ADD COLUMN compact_margin bigint",
 ]
 
-# Why: DESIGN §5.1 (issue 16) — natural-language questions, BM25 with per-namespace statistics,
+# Why: natural-language questions, BM25 with per-namespace statistics,
 # the same tokens as the SQLite backend, CJK, the parent's text as context. ``ts_rank`` has no
 # IDF and PostgreSQL's parser and stemmer differ from SQLite's, so both backends now index the
 # tokens of one Python tokenizer (mindstore.lexical) into the same two tables: one row per
@@ -291,7 +304,7 @@ m008_lexical_index: Final = [
 REINDEX_AFTER: Final = "m008_lexical_index"
 """Opening a schema older than this migration rebuilds the lexical index in Python."""
 
-# Why: semantic search (DESIGN §5.2, issue 17). One vector row per message with the embedder's
+# Why: semantic search. One vector row per message with the embedder's
 # name and dimensions (vectors of another model are never compared: ignored until re-embedded),
 # an L2-normalised float16 ``bytea`` (NULL: nothing to embed), in its own table — measured, a
 # vector in a wide row went through TOAST and a scan took 45 ms instead of 11. A deleted message
@@ -365,3 +378,77 @@ MIGRATIONS: Final[list[tuple[int, str, list[str]]]] = [
 ]
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]
+
+
+async def _version(conn: AsyncConnection[Any]) -> int:
+    """The schema version on ``conn``'s search_path (0: no mindstore tables)."""
+    cur = await conn.execute("SELECT to_regclass('mindstore_schema') IS NOT NULL")
+    row = await cur.fetchone()
+    if row is None or not row[0]:
+        return 0
+    cur = await conn.execute("SELECT version FROM mindstore_schema")
+    vrow = await cur.fetchone()
+    return int(vrow[0]) if vrow is not None else 0
+
+
+async def check_current(conn: AsyncConnection[Any], schema: str | None, where_db: str) -> None:
+    """For a read-only open: the schema must exist at LATEST_VERSION; nothing is written.
+    ``where_db`` names the database in messages (the DSN without its password)."""
+    from psycopg import sql
+
+    where = f"schema {schema!r}" if schema else "the default schema"
+    if schema is not None:
+        await conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
+    version = await _version(conn)
+    if version == 0:
+        raise StoreError(f"no mindstore database at {where_db} ({where} has no mindstore tables)")
+    if version > LATEST_VERSION:
+        raise SchemaVersionError(
+            f"the mindstore {where} is at version {version}, but this mindstore only "
+            f"understands up to {LATEST_VERSION}: upgrade mindstore to open it"
+        )
+    if version < LATEST_VERSION:
+        raise StoreError(
+            f"the mindstore {where} is at version {version}, older than this mindstore's "
+            f"{LATEST_VERSION}; open it once without read_only to upgrade it"
+        )
+
+
+async def migrate(conn: AsyncConnection[Any], schema: str | None) -> None:
+    """Bring the schema to LATEST_VERSION in one transaction under an advisory lock keyed by
+    the schema (creating the schema if needed); a newer version is refused, rolled back."""
+    from psycopg import sql
+
+    await conn.execute("SET client_min_messages TO warning")
+    async with conn.transaction():
+        lock_key = f"mindstore:{schema or ''}"
+        await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (lock_key,))
+        if schema is not None:
+            ident = sql.Identifier(schema)
+            cur = await conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,))
+            if await cur.fetchone() is None:
+                await conn.execute(sql.SQL("CREATE SCHEMA {}").format(ident))
+            await conn.execute(sql.SQL("SET LOCAL search_path TO {}").format(ident))
+        version = await _version(conn)
+        if version > LATEST_VERSION:
+            raise SchemaVersionError(
+                f"the mindstore schema{f' {schema!r}' if schema else ''} is at version "
+                f"{version}, but this mindstore only understands up to {LATEST_VERSION}: "
+                "upgrade mindstore to open it"
+            )
+        if version == LATEST_VERSION:
+            return
+        await conn.execute(SCHEMA_TABLE_SQL)
+        reindex = False
+        for number, name, statements in MIGRATIONS:
+            if number > version:
+                for statement in statements:
+                    await conn.execute(statement)
+                reindex = reindex or name == REINDEX_AFTER
+        if reindex and version > 0:
+            await lexical.rebuild(conn)  # an older schema: build the lexical index once
+        await conn.execute(
+            "INSERT INTO mindstore_schema (singleton, version) VALUES (true, %s) "
+            "ON CONFLICT (singleton) DO UPDATE SET version = excluded.version",
+            (LATEST_VERSION,),
+        )

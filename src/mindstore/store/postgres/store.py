@@ -1,77 +1,59 @@
 """PostgresStore: the shared backend — many agent workers on many machines, one PostgreSQL.
 
-Behaviour and invariants
-========================
+Invariants
+==========
 
-* **Opening.** ``await PostgresStore.open(dsn, schema=None, min_size=1, max_size=10)`` first
-  migrates on a dedicated connection: one transaction that takes ``pg_advisory_xact_lock`` keyed
-  by the schema, creates the schema if needed, reads the one-row ``mindstore_schema`` version,
-  refuses a newer one with :class:`~mindstore.errors.SchemaVersionError` (rolled back: the
-  database is untouched) and applies pending migrations (:mod:`.migrations`). Two workers
-  opening at once serialise on the lock and both succeed. Then a psycopg
-  ``AsyncConnectionPool`` is opened whose connections run in autocommit mode with
-  ``search_path`` set to the schema, ``TimeZone=UTC`` and ``client_min_messages=warning``.
-* **Transactions.** Every write method is exactly one transaction (``BEGIN … COMMIT`` on one
-  pooled connection); any exception inside rolls back, so a failed call — including a
-  connection lost mid-way — changes nothing. Reads that are one statement run without an
-  explicit transaction (one statement is one snapshot). :meth:`PostgresStore.transaction`
-  groups several calls of one task (fork, split, import) on one pooled connection: one
-  transaction, each call in a savepoint, the sessions named in ``lock`` locked ``FOR UPDATE``
-  first; ``readonly`` blocks (export) are ``REPEATABLE READ, READ ONLY`` — one snapshot.
-* **Per-session serialisation.** Every append first upserts the session's ``sessions`` row
-  with ``INSERT … ON CONFLICT DO UPDATE`` — which takes that row's lock — and then reads the
+* **Opening** (``await PostgresStore.open(dsn, ...)``) migrates under an advisory lock keyed by
+  the schema (:mod:`.migrations`: two workers opening at once serialise and both succeed; a
+  newer schema is refused and nothing changes), then opens a connection pool. The pool,
+  transactions, retries after a server restart, the server-side timeouts and the translation of
+  ``psycopg.Error`` into :class:`~mindstore.errors.StoreError` are :mod:`._connection`.
+* **One transaction per call.** Every write method is exactly one transaction on one pooled
+  connection (a savepoint inside :meth:`PostgresStore.transaction`); any exception inside —
+  including a connection lost mid-way — rolls back, so a failed call changes nothing. A read
+  that is one statement runs without an explicit transaction; several statements that must
+  agree read one ``REPEATABLE READ`` snapshot.
+* **Per-session serialisation.** Every append first upserts the session's ``sessions`` row with
+  ``INSERT … ON CONFLICT DO UPDATE`` — which takes that row's lock — and then reads the
   latest-leaf pointer, inserts and moves the pointer while holding it. Concurrent appenders to
-  one session (any process, any machine) therefore queue on one row lock and form one chain;
-  appenders to different sessions lock different rows and do not wait for each other.
-  ``delete``/``clear`` take the same lock. ``update_block`` locks the block row
+  one session (any process, any machine) queue on one row lock and form one chain; appenders
+  to different sessions do not wait for each other. ``delete``/``clear`` and
+  ``transaction(lock=...)`` take the same lock. ``update_block`` locks the block row
   (``INSERT … ON CONFLICT DO NOTHING`` then ``SELECT … FOR UPDATE``) around the caller's
   function; ``add_usage`` is one atomic ``UPDATE``-by-upsert.
-* **Errors.** ``psycopg.Error`` (pool timeouts included) becomes
-  :class:`~mindstore.errors.StoreError` with the original on ``__cause__``, in one place
-  (:meth:`PostgresStore._write` / :meth:`PostgresStore._read`). Bad arguments raise
-  ``ValueError``/``TypeError`` subclasses before any I/O.
-* **Server restarts.** Connections idle in the pool die with the server. A write whose
-  ``BEGIN`` fails on such a dead connection (nothing was sent yet) is retried on another
-  connection, as is any read; an operation that was in flight when the server went away fails
-  with StoreError and, being one transaction, left nothing behind. The pool replaces dead
-  connections, retrying every 0.5 s (:func:`_fast_reconnect_pool`), so later calls succeed
-  within about a second of the server's return.
 * **Unknown commit outcomes.** A connection lost after ``COMMIT`` was sent may or may not have
   committed: such a StoreError has ``maybe_committed=True``. An append first asks the server
   (``txid_status`` of the transaction id its lock statement returned) and answers truthfully
   when it can: committed → returns; rolled back → StoreError(maybe_committed=False).
-* **Bounded waits.** Every pooled connection runs with ``lock_timeout``,
-  ``statement_timeout`` and ``idle_in_transaction_session_timeout`` (options of :meth:`open`),
-  so a frozen worker holding a session's row lock blocks the others for at most
-  ``lock_timeout`` and is rolled back by the server after the idle timeout.
+* **Arguments are checked before any I/O** (:mod:`mindstore.store._checks`), with the same
+  errors as the SQLite backend.
 
 Schema (see :mod:`.migrations`)
 ===============================
 
 The same shape as the SQLite backend: ``sessions`` (registry row + ``leaf_seq`` pointer +
 ``message_count``), ``messages`` (``seq`` identity, ``parent_seq``, ``UNIQUE(sid, id)``, content
-as TEXT JSON, ``tokens``, ``nbytes``, ``created_at``, the as-typed prefix vector),
-``message_search`` (one row per message, written in the same statement and deleted with it: what
-a word search reads and returns — namespace, session id, id, role, time, indexed text, stemmed
-vector), ``compactions``, ``blocks``/``entries`` keyed by (namespace, scope, label[, key]) with
-scope ``''`` for namespace-wide, ``prompts``, ``skill_states``. Paths are recursive CTEs over
-``parent_seq`` (no depth limit).
+as TEXT JSON — it reads back byte for byte — ``tokens``, ``nbytes``, ``created_at``),
+``message_search`` (one row per message, written in the same statement and deleted with it:
+what a search returns — namespace, session id, id, role, time, indexed text), ``compactions``,
+``blocks``/``entries`` keyed by (namespace, scope, label[, key]) with scope ``''`` for
+namespace-wide, ``prompts``, ``skill_states``. Paths are recursive CTEs over ``parent_seq`` (no
+depth limit).
 
-Search: the pure ``mindstore.lexical`` package tokenises, scores (BM25 with per-namespace
+Search: the pure :mod:`mindstore.lexical` package tokenises, scores (BM25 with per-namespace
 statistics and a context field) and makes snippets for both backends; this backend keeps the
 ``search_terms`` / ``search_stats`` rows (:mod:`.lexical`) in the same transaction as the
-message or entry they index, and reads candidates from them.
+message or entry they index, and reads candidates from them. Semantic search is
+:mod:`.vectors`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, Self, TypeVar
@@ -84,8 +66,6 @@ from mindstore.errors import (
     InvalidMessageError,
     MessageNotFoundError,
     MindstoreError,
-    MissingDependencyError,
-    SchemaVersionError,
     SessionNotFoundError,
     StoreError,
 )
@@ -96,6 +76,7 @@ from mindstore.messages import dumps
 from mindstore.search import ParsedQuery, SearchResult, index_text, search_result
 from mindstore.store._checks import (
     CREATE_FIELDS,
+    check_choice,
     check_entry_key,
     check_expiry,
     check_id,
@@ -109,7 +90,7 @@ from mindstore.store._checks import (
     not_found,
     prefix_upper_bound,
 )
-from mindstore.store._vectors import check_embedder, require_embedder
+from mindstore.store._vectors import VectorMethods, check_embedder
 from mindstore.store.base import (
     AUTO,
     UNSET,
@@ -127,39 +108,29 @@ from mindstore.store.base import (
     _Sentinel,
 )
 from mindstore.store.postgres import lexical
-from mindstore.store.postgres.migrations import (
-    LATEST_VERSION,
-    MIGRATIONS,
-    REINDEX_AFTER,
-    SCHEMA_TABLE_SQL,
+from mindstore.store.postgres._connection import (
+    DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT,
+    DEFAULT_LOCK_TIMEOUT,
+    DEFAULT_STATEMENT_TIMEOUT,
+    PostgresConnection,
+    redact,
+    require_driver,
 )
 from mindstore.store.postgres.vectors import PostgresVectors
 
 if TYPE_CHECKING:
-    from psycopg import AsyncConnection
     from psycopg_pool import AsyncConnectionPool
 
-    Conn = AsyncConnection[tuple[Any, ...]]
+    from mindstore.store.postgres._connection import Conn as Conn
 
-try:
-    import psycopg
-    from psycopg import sql as pgsql
-except ImportError:  # pragma: no cover - exercised by the missing-extra meta test
-    psycopg = None  # type: ignore[assignment]
-    pgsql = None  # type: ignore[assignment]
-
-__all__ = ["PostgresStore"]
+__all__ = [
+    "DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT",
+    "DEFAULT_LOCK_TIMEOUT",
+    "DEFAULT_STATEMENT_TIMEOUT",
+    "PostgresStore",
+]
 
 T = TypeVar("T")
-
-# A namespace-wide word query expected to match at most this fraction of messages runs as a
-# prepared statement with a generic plan (see search); re-read the statistics this often.
-
-# Server-side limits (seconds) on every pooled connection; see PostgresStore.open.
-DEFAULT_LOCK_TIMEOUT: Final = 10.0
-DEFAULT_STATEMENT_TIMEOUT: Final = 60.0
-DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT: Final = 30.0
-_MAX_RECONNECT_DELAY: Final = 0.5  # seconds between reconnection attempts while the server is down
 
 
 # ---- SQL ---------------------------------------------------------------------------------------
@@ -226,9 +197,6 @@ _LOCK_SESSION_SQL = (
     "RETURNING sid, leaf_seq, (SELECT text FROM message_search WHERE seq = sessions.leaf_seq), "
     "txid_current()"
 )
-
-# transaction(lock=...): the registry row's lock, without creating a missing row.
-_LOCK_ROW_SQL = "SELECT 1 FROM sessions WHERE namespace = %s AND session_id = %s FOR UPDATE"
 
 # Insert one message with its search row and, if it was new, move the leaf pointer — one round
 # trip. (The search row's foreign key is checked at the end of the statement, when the message
@@ -380,7 +348,7 @@ def _serialise(msg: dict[str, Any], mid: str) -> tuple[str, int]:
     return content, len(content.encode("utf-8"))
 
 
-class PostgresStore:
+class PostgresStore(VectorMethods):
     """The PostgreSQL backend of the :class:`~mindstore.store.base.Store` protocol.
 
     Create with :meth:`open` (it migrates and opens the pool); close with :meth:`aclose` or use
@@ -389,7 +357,7 @@ class PostgresStore:
 
     def __init__(
         self,
-        pool: AsyncConnectionPool[Any],
+        db: PostgresConnection,
         *,
         schema: str | None,
         dsn: str,
@@ -397,82 +365,35 @@ class PostgresStore:
         vector_index: str = "auto",
     ) -> None:
         """Use :meth:`PostgresStore.open`."""
-        self._embedder = check_embedder(embedder)
-        self._vectors = (
-            PostgresVectors(self, self._embedder, vector_index) if self._embedder else None
-        )
-        self._pool = pool
+        self._db = db
         self._schema = schema
         self._dsn = dsn
-        self._closed = False
-        self._retries = max(2, (pool.max_size or 1) + 1)
-        # The connection of this task's open transaction() block, if any (see _write/_read).
-        self._tx_conn: ContextVar[Conn | None] = ContextVar("mindstore_pg_tx", default=None)
-        self._limits: dict[str, float | None] = {}
-        try:
-            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            self._loop = None
+        self._embedder = check_embedder(embedder)
+        self._vectors: PostgresVectors | None = (
+            PostgresVectors(self, self._embedder, vector_index) if self._embedder else None
+        )
+
+    @staticmethod
+    def _describe(dsn: str, schema: str | None) -> str:
+        schema_part = f", schema={schema!r}" if schema else ""
+        return f"PostgresStore({redact(dsn)!r}{schema_part})"
 
     def __repr__(self) -> str:
-        schema = f", schema={self._schema!r}" if self._schema else ""
-        return f"PostgresStore({_redact(self._dsn)!r}{schema})"
+        return self._describe(self._dsn, self._schema)
 
     @property
     def schema(self) -> str | None:
         """The schema holding the tables (None: the server's default search_path)."""
         return self._schema
 
-    # ---- vectors (DESIGN §5.2; the work is in postgres/vectors.py) -------------------------
     @property
-    def embedder(self) -> Embedder | None:
-        """The embedder given to the store, or None (lexical search only)."""
-        return self._embedder
+    def _pool(self) -> AsyncConnectionPool[Any]:
+        return self._db.pool
 
-    def _require_vectors(self, what: str) -> PostgresVectors:
-        require_embedder(self._embedder, what)
-        assert self._vectors is not None
-        return self._vectors
-
-    async def embed_pending(
-        self,
-        *,
-        limit: int | None = None,
-        batch_size: int = 64,
-        progress: Callable[[int], None] | None = None,
-    ) -> int:
-        """Embed messages that have no vector of this store's embedder yet, ``batch_size`` per
-        call to the embedder and per transaction; returns how many were embedded.
-        ``progress(n)`` is called after each batch."""
-        vectors = self._require_vectors("embed_pending")
-        return await vectors.embed_pending(limit=limit, batch_size=batch_size, progress=progress)
-
-    async def pending_embeddings(self) -> int:
-        """How many messages have no vector of this store's embedder."""
-        return await self._require_vectors("pending_embeddings").pending_count()
-
-    async def drop_vectors(self) -> int:
-        """Delete every stored vector (any embedder) so the next embed_pending re-embeds all."""
-        return await self._require_vectors("drop_vectors").drop_vectors()
-
-    async def semantic_search(
-        self,
-        namespace: str,
-        query: str,
-        *,
-        session_ids: Sequence[str] | None = None,
-        limit: int = 20,
-    ) -> list[SearchResult]:
-        """Nearest messages of the namespace to ``query`` by the embedder (exact cosine k-NN
-        over the namespace's vectors of this embedder), best first."""
-        check_name(namespace, "namespace")
-        check_int(limit)
-        if session_ids is not None:
-            if isinstance(session_ids, str):
-                raise TypeError("session_ids must be a sequence of session ids, not a string")
-            session_ids = [check_name(s, "session id") for s in session_ids]
-        vectors = self._require_vectors("semantic search")
-        return await vectors.search(namespace, query, session_ids=session_ids, limit=limit)
+    @property
+    def _limits(self) -> Mapping[str, float | None]:
+        """The timeouts the store was opened with (seconds; see :meth:`open`)."""
+        return self._db.limits
 
     # ---- lifecycle -------------------------------------------------------------------------
     @classmethod
@@ -520,88 +441,45 @@ class PostgresStore:
             read_only: only read an existing, current mindstore schema: nothing is created or
                 migrated (a missing or older schema raises StoreError) and every connection
                 runs with ``default_transaction_read_only`` on, so a write raises StoreError.
-            embedder: an :class:`~mindstore.embeddings.Embedder` for semantic and hybrid search
-                (DESIGN §5.2). Appends never call it; :meth:`embed_pending` embeds what is new.
+            embedder: an :class:`~mindstore.embeddings.Embedder` for semantic and hybrid
+                search. Appends never call it; :meth:`embed_pending` embeds what is new.
             vector_index: ``"auto"``: pgvector's HNSW index when ``CREATE EXTENSION vector``
                 succeeds (or the extension is there), else the exact scan with a logged
                 warning; ``"pgvector"``: require it (StoreError if unavailable); ``"exact"``:
-                never use it. Only used with an embedder.
+                never use it. Only used with an embedder. :attr:`vector_index` tells which
+                one is in use.
 
         Raises:
             MissingDependencyError: psycopg is missing (``pip install 'mindstore[postgres]'``).
             SchemaVersionError: the database was written by a newer mindstore; nothing changed.
             StoreError: the server cannot be reached or the migration failed.
         """
-        if psycopg is None:
-            raise MissingDependencyError("psycopg", "postgres")
-        try:
-            from psycopg_pool import AsyncConnectionPool
-        except ImportError as e:  # pragma: no cover - psycopg without psycopg_pool
-            raise MissingDependencyError("psycopg_pool", "postgres") from e
+        require_driver()
         if not isinstance(dsn, str):
             raise TypeError(f"dsn must be a string, got {type(dsn).__name__}")
         check_embedder(embedder)
-        if vector_index not in ("auto", "pgvector", "exact"):
-            raise ValueError(
-                f"vector_index must be 'auto', 'pgvector' or 'exact', got {vector_index!r}"
-            )
+        check_choice(vector_index, "vector_index", ("auto", "pgvector", "exact"))
         if schema is not None:
             check_name(schema, "schema")
-        if not isinstance(min_size, int) or not isinstance(max_size, int):
-            raise TypeError("min_size and max_size must be integers")
-        if min_size < 0 or max_size < max(1, min_size):
-            raise ValueError("need 0 <= min_size <= max_size and max_size >= 1")
-
-        timeouts = {
-            "lock_timeout": lock_timeout,
-            "statement_timeout": statement_timeout,
-            "idle_in_transaction_session_timeout": idle_in_transaction_timeout,
-        }
-        config = {name: _milliseconds(name, value) for name, value in timeouts.items()}
-        for name, value in (settings or {}).items():
-            if not isinstance(name, str) or not isinstance(value, str):
-                raise TypeError("settings must map setting names to string values")
-            config[name] = value
-
-        if read_only:
-            await _check_current(dsn, schema, connect_timeout)
-            config["default_transaction_read_only"] = "on"
-        else:
-            await _migrate(dsn, schema, connect_timeout)
-
-        async def configure(conn: Conn) -> None:
-            if schema is not None:
-                await conn.execute(
-                    pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(schema))
-                )
-            await conn.execute("SET TIME ZONE 'UTC'")
-            # to_tsquery NOTICEs about stop words are expected, not news.
-            await conn.execute("SET client_min_messages TO warning")
-            for name, value in config.items():
-                await conn.execute("SELECT set_config(%s, %s, false)", (name, value))
-
-        pool: AsyncConnectionPool[Any] = _fast_reconnect_pool(AsyncConnectionPool)(
+        db = await PostgresConnection.open(
             dsn,
+            schema=schema,
             min_size=min_size,
             max_size=max_size,
-            kwargs={"autocommit": True},
-            configure=configure,
-            timeout=connect_timeout,
-            open=False,
-            name="mindstore",
+            connect_timeout=connect_timeout,
+            settings=settings,
+            lock_timeout=lock_timeout,
+            statement_timeout=statement_timeout,
+            idle_in_transaction_timeout=idle_in_transaction_timeout,
+            read_only=read_only,
+            label=cls._describe(dsn, schema),
         )
-        try:
-            await pool.open(wait=True, timeout=connect_timeout)
-        except psycopg.Error as e:
-            await pool.close()
-            raise StoreError(f"cannot connect to PostgreSQL at {_redact(dsn)}: {e}") from e
-        store = cls(pool, schema=schema, dsn=dsn, embedder=embedder, vector_index=vector_index)
-        store._limits = {"connect_timeout": connect_timeout, **timeouts}
+        store = cls(db, schema=schema, dsn=dsn, embedder=embedder, vector_index=vector_index)
         if store._vectors is not None:
             try:
                 await store._vectors.setup(read_only)
             except BaseException as exc:
-                await pool.close()
+                await db.pool.close()
                 if isinstance(exc, MindstoreError):
                     raise
                 raise StoreError(f"pgvector is not available: {exc}") from exc
@@ -621,93 +499,38 @@ class PostgresStore:
     async def aclose(self) -> None:
         """Close the pool. Idempotent; later calls raise StoreError.
 
-        The pool's background tasks live in the event loop that opened the store. A script that
-        runs every call in its own ``asyncio.run`` has closed that loop by the time it closes
-        the store; the pool then cannot stop its tasks ("Event loop is closed"), so the idle
-        connections are closed directly instead. Better: open and use the store inside one
-        loop, or use :mod:`mindstore.sync` from code that is not async.
+        The pool's background tasks live in the event loop that opened the store; a store
+        closed after that loop ended closes its idle connections directly. Better: open and
+        use the store inside one loop, or use :mod:`mindstore.sync` from code that is not async.
         """
-        if self._closed:
-            return
-        self._closed = True
-        opened_in = self._loop
-        if (
-            opened_in is None
-            or opened_in is asyncio.get_running_loop()
-            or not opened_in.is_closed()
-        ):
-            await self._pool.close()
-            return
-        # The opening loop is gone: its worker tasks died with it.
-        idle = list(getattr(self._pool, "_pool", ()))
-        with contextlib.suppress(RuntimeError):
-            await self._pool.close()
-        for conn in idle:
-            with contextlib.suppress(Exception):
-                await conn.close()
+        await self._db.close()
 
-    # ---- the one place driver errors are translated ------------------------------------------
-    def _check_open(self) -> None:
-        if self._closed:
-            raise StoreError(f"{self!r} is closed; open a new store")
-
+    # ---- transactions (the plumbing is in _connection.py) ------------------------------------
     async def _write(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
-        """Run ``fn(conn, *args)`` in one transaction. A dead pooled connection found at BEGIN
-        (nothing sent yet) is replaced and the call retried; any other driver failure →
-        StoreError. The one write style of both backends: a store method validates, then
-        passes a domain function and its arguments here (SQLiteStore._write is the twin).
-
-        Inside :meth:`transaction` (same task) ``fn`` runs in a savepoint of that transaction,
-        so the call stays all-or-nothing on its own; nothing commits before the block ends."""
-        self._check_open()
-        bound = self._tx_conn.get()
-        if bound is not None:
-            try:
-                async with bound.transaction():
-                    return await fn(bound, *args)
-            except psycopg.Error as e:
-                raise _store_error(e, self._limits) from e
-        attempt = 0
-        while True:
-            attempt += 1
-            begun = committing = False
-            conn: Conn | None = None
-            try:
-                async with self._pool.connection() as conn:
-                    async with conn.transaction():
-                        begun = True
-                        result = await fn(conn, *args)
-                        committing = True  # leaving the block sends COMMIT
-                    return result
-            except psycopg.Error as e:
-                if not begun and attempt < self._retries and _is_dead(conn):
-                    continue
-                # Lost while committing: the server may have committed before it went away.
-                unknown = committing and _is_dead(conn)
-                raise _store_error(e, self._limits, maybe_committed=unknown) from e
+        """Run ``fn(conn, *args)`` in one transaction (a savepoint inside :meth:`transaction`);
+        see :meth:`.PostgresConnection.write`. The one write style of both backends: a store
+        method validates, then passes a domain function and its arguments here
+        (SQLiteStore._write is the twin)."""
+        return await self._db.write(fn, *args)
 
     async def _read(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
-        """Run ``fn(conn, *args)`` as a read (autocommit; one statement is one snapshot).
-        Reads are idempotent, so a dead connection is replaced and the read retried. Inside
-        :meth:`transaction` the read runs in that transaction (sees its snapshot and writes)."""
-        self._check_open()
-        bound = self._tx_conn.get()
-        if bound is not None:
-            try:
-                return await fn(bound, *args)
-            except psycopg.Error as e:
-                raise _store_error(e, self._limits) from e
-        attempt = 0
-        while True:
-            attempt += 1
-            conn: Conn | None = None
-            try:
-                async with self._pool.connection() as conn:
-                    return await fn(conn, *args)
-            except psycopg.Error as e:
-                if attempt < self._retries and _is_dead(conn):
-                    continue
-                raise _store_error(e, self._limits) from e
+        """Run ``fn(conn, *args)`` as a read; see :meth:`.PostgresConnection.read`."""
+        return await self._db.read(fn, *args)
+
+    async def _read_snapshot(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
+        """Run several reads in one repeatable-read, read-only transaction (one snapshot)."""
+        return await self._db.read_snapshot(fn)
+
+    async def _fetchone(self, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> Any:
+        """One read statement's first row (or None)."""
+        return await self._db.fetchone(sql, params)
+
+    async def _fetchall(
+        self, sql: str, params: Sequence[Any] | Mapping[str, Any], *, prepare: bool | None = None
+    ) -> list[tuple[Any, ...]]:
+        """One read statement; ``prepare=False`` never makes it a server-side prepared
+        statement (see :meth:`search`)."""
+        return await self._db.fetchall(sql, params, prepare=prepare)
 
     @asynccontextmanager
     async def transaction(
@@ -725,59 +548,9 @@ class PostgresStore:
         """
         for k in lock:
             check_key(k)
-        self._check_open()
         keys = sorted({(k.namespace, k.session_id) for k in lock})
-        bound = self._tx_conn.get()
-        if bound is not None:
-            try:
-                for ns, sid in keys:
-                    await bound.execute(_LOCK_ROW_SQL, (ns, sid))
-            except psycopg.Error as e:
-                raise _store_error(e, self._limits) from e
-            yield  # nested: join the enclosing transaction
-            return
-        try:
-            async with self._pool.connection() as conn, conn.transaction():
-                if readonly:
-                    await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                for ns, sid in keys:
-                    await conn.execute(_LOCK_ROW_SQL, (ns, sid))
-                token = self._tx_conn.set(conn)
-                try:
-                    yield
-                finally:
-                    self._tx_conn.reset(token)
-        except psycopg.Error as e:
-            raise _store_error(e, self._limits) from e
-
-    async def _read_snapshot(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
-        """Run several reads in one repeatable-read, read-only transaction (one snapshot)."""
-
-        async def run(conn: Conn) -> T:
-            async with conn.transaction():
-                await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                return await fn(conn)
-
-        return await self._read(run)
-
-    async def _fetchone(self, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> Any:
-        async def run(conn: Conn) -> Any:
-            cur = await conn.execute(sql, params)
-            return await cur.fetchone()
-
-        return await self._read(run)
-
-    async def _fetchall(
-        self, sql: str, params: Sequence[Any] | Mapping[str, Any], *, prepare: bool | None = None
-    ) -> list[tuple[Any, ...]]:
-        """One read statement; ``prepare=False`` never makes it a server-side prepared
-        statement (see :meth:`search`)."""
-
-        async def run(conn: Conn) -> list[tuple[Any, ...]]:
-            cur = await conn.execute(sql, params, prepare=prepare)
-            return await cur.fetchall()
-
-        return await self._read(run)
+        async with self._db.transaction(readonly=readonly, lock=keys):
+            yield
 
     # ---- messages ----------------------------------------------------------------------------
     async def append(
@@ -2136,192 +1909,3 @@ def _chunks(
         yield ranked[i : i + size]
         i += size
         size *= 2
-
-
-def _redact(dsn: str) -> str:
-    """The DSN without a password, for messages."""
-    try:
-        from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-        params = conninfo_to_dict(dsn)
-    except Exception:
-        return "<dsn>"
-    if "password" in params:
-        params["password"] = "***"
-    return make_conninfo("", **params)
-
-
-def _is_dead(conn: Conn | None) -> bool:
-    """The failure was the connection dying (server restarted, network cut), not the query:
-    another connection may succeed. (A pool timeout leaves ``conn`` None: not retried.)"""
-    return conn is not None and (conn.broken or conn.closed)
-
-
-def _store_error(
-    e: BaseException, limits: Mapping[str, float | None], *, maybe_committed: bool = False
-) -> StoreError:
-    """The driver error ``e`` as a StoreError whose message says what to do."""
-    from psycopg_pool import PoolTimeout
-
-    detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-    if maybe_committed:
-        return StoreError(
-            f"PostgreSQL connection lost while committing ({detail}): the write may or may "
-            "not have been applied. Re-read to find out, or retry: a retry with the same "
-            "message ids is idempotent (StoreError.message_ids holds the ids of an append)",
-            maybe_committed=True,
-        )
-    if isinstance(e, PoolTimeout):
-        return StoreError(
-            f"no PostgreSQL connection within connect_timeout={limits.get('connect_timeout')}s "
-            f"(the server is unreachable or every pooled connection is busy): {detail}; "
-            "nothing was written, retry later"
-        )
-    if isinstance(e, psycopg.errors.LockNotAvailable):
-        return StoreError(
-            f"gave up waiting for a lock after lock_timeout={limits.get('lock_timeout')}s: "
-            "another writer of this session (or block) holds it — a slow, stuck or stopped "
-            "worker; nothing was written, retry later (PostgresStore.open(lock_timeout=...))"
-        )
-    if isinstance(e, psycopg.errors.QueryCanceled):
-        return StoreError(
-            f"PostgreSQL cancelled a statement ({detail}); with statement_timeout="
-            f"{limits.get('statement_timeout')}s a statement that runs longer is stopped. "
-            "Nothing was written; retry, or raise PostgresStore.open(statement_timeout=...)"
-        )
-    return StoreError(f"PostgreSQL error: {detail}")
-
-
-def _milliseconds(name: str, seconds: float | None) -> str:
-    """A timeout option in seconds → the server setting (``0`` disables it)."""
-    if seconds is None:
-        return "0"
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
-        raise ValueError(f"{name} must be a positive number of seconds or None, got {seconds!r}")
-    return f"{max(1, round(seconds * 1000))}ms"
-
-
-def _fast_reconnect_pool(base: type[AsyncConnectionPool[Any]]) -> type[AsyncConnectionPool[Any]]:
-    """``base`` whose reconnection attempts are at most ``_MAX_RECONNECT_DELAY`` apart.
-
-    psycopg_pool backs off exponentially (1, 2, 4, 8 … s) while the server is down, so after
-    an outage of a few seconds the pool stayed empty for up to as long again once the server
-    was back. Capping the delay lets the first call after a restart succeed within about a
-    second; an attempt against a down server is one refused connect, so the cost is nil.
-    """
-    try:
-        from psycopg_pool.base import AttemptWithBackoff
-    except ImportError:  # pragma: no cover - a psycopg_pool without the class: keep its backoff
-        return base
-
-    class Attempt(AttemptWithBackoff):
-        INITIAL_DELAY = _MAX_RECONNECT_DELAY / 4
-
-        def update_delay(self, now: float) -> None:
-            super().update_delay(now)
-            self.delay = min(self.delay, _MAX_RECONNECT_DELAY)
-
-    class Pool(base):  # type: ignore[valid-type,misc]
-        async def _add_connection(
-            self, attempt: AttemptWithBackoff | None, growing: bool = False
-        ) -> None:
-            if attempt is None:
-                attempt = Attempt(timeout=self.reconnect_timeout)
-            await super()._add_connection(attempt, growing)
-
-    return Pool
-
-
-async def _check_current(dsn: str, schema: str | None, connect_timeout: float) -> None:
-    """For a read-only open: the schema must exist at LATEST_VERSION; nothing is written."""
-    where = f"schema {schema!r}" if schema else "the default schema"
-    try:
-        conn = await psycopg.AsyncConnection.connect(
-            dsn, connect_timeout=max(1, int(connect_timeout)), autocommit=True
-        )
-    except psycopg.Error as e:
-        raise StoreError(f"cannot connect to PostgreSQL at {_redact(dsn)}: {e}") from e
-    try:
-        async with conn:
-            if schema is not None:
-                await conn.execute(
-                    pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(schema))
-                )
-            cur = await conn.execute("SELECT to_regclass('mindstore_schema') IS NOT NULL")
-            row = await cur.fetchone()
-            version = 0
-            if row is not None and row[0]:
-                cur = await conn.execute("SELECT version FROM mindstore_schema")
-                vrow = await cur.fetchone()
-                version = int(vrow[0]) if vrow is not None else 0
-    except psycopg.Error as e:
-        raise StoreError(f"reading the mindstore schema version failed: {e}") from e
-    if version == 0:
-        raise StoreError(
-            f"no mindstore database at {_redact(dsn)} ({where} has no mindstore tables)"
-        )
-    if version > LATEST_VERSION:
-        raise SchemaVersionError(
-            f"the mindstore {where} is at version {version}, but this mindstore only "
-            f"understands up to {LATEST_VERSION}: upgrade mindstore to open it"
-        )
-    if version < LATEST_VERSION:
-        raise StoreError(
-            f"the mindstore {where} is at version {version}, older than this mindstore's "
-            f"{LATEST_VERSION}; open it once without read_only to upgrade it"
-        )
-
-
-async def _migrate(dsn: str, schema: str | None, connect_timeout: float) -> None:
-    """Bring the schema to LATEST_VERSION under an advisory lock (see :mod:`.migrations`)."""
-    try:
-        conn = await psycopg.AsyncConnection.connect(
-            dsn, connect_timeout=max(1, int(connect_timeout))
-        )
-    except psycopg.Error as e:
-        raise StoreError(f"cannot connect to PostgreSQL at {_redact(dsn)}: {e}") from e
-    try:
-        async with conn:
-            await conn.execute("SET client_min_messages TO warning")
-            async with conn.transaction():
-                lock_key = f"mindstore:{schema or ''}"
-                await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (lock_key,))
-                if schema is not None:
-                    ident = pgsql.Identifier(schema)
-                    cur = await conn.execute(
-                        "SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)
-                    )
-                    if await cur.fetchone() is None:
-                        await conn.execute(pgsql.SQL("CREATE SCHEMA {}").format(ident))
-                    await conn.execute(pgsql.SQL("SET LOCAL search_path TO {}").format(ident))
-                cur = await conn.execute("SELECT to_regclass('mindstore_schema') IS NOT NULL")
-                row = await cur.fetchone()
-                version = 0
-                if row is not None and row[0]:
-                    cur = await conn.execute("SELECT version FROM mindstore_schema")
-                    vrow = await cur.fetchone()
-                    version = int(vrow[0]) if vrow is not None else 0
-                if version > LATEST_VERSION:
-                    raise SchemaVersionError(
-                        f"the mindstore schema{f' {schema!r}' if schema else ''} is at version "
-                        f"{version}, but this mindstore only understands up to {LATEST_VERSION}: "
-                        "upgrade mindstore to open it"
-                    )
-                if version == LATEST_VERSION:
-                    return
-                await conn.execute(SCHEMA_TABLE_SQL)
-                reindex = False
-                for number, name, statements in MIGRATIONS:
-                    if number > version:
-                        for statement in statements:
-                            await conn.execute(statement)
-                        reindex = reindex or name == REINDEX_AFTER
-                if reindex and version > 0:
-                    await lexical.rebuild(conn)  # an older schema: build the lexical index once
-                await conn.execute(
-                    "INSERT INTO mindstore_schema (singleton, version) VALUES (true, %s) "
-                    "ON CONFLICT (singleton) DO UPDATE SET version = excluded.version",
-                    (LATEST_VERSION,),
-                )
-    except psycopg.Error as e:
-        raise StoreError(f"migrating the mindstore schema failed: {e}") from e

@@ -25,10 +25,10 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from mindstore.embeddings import Embedder, embed_batch
+from mindstore.embeddings import Embedder
 from mindstore.errors import StoreError
 from mindstore.search import SearchResult, search_result
-from mindstore.store._vectors import EmbedsPending, PendingRow, message_text
+from mindstore.store._vectors import EmbedsPending, PendingRow, message_text, query_vector
 from mindstore.vectors import VectorIndex, decode_vector, semantic_snippet
 
 if TYPE_CHECKING:
@@ -44,9 +44,13 @@ CREATE TABLE IF NOT EXISTS message_vectors_hnsw (
     namespace text NOT NULL,
     model text NOT NULL,
     dims integer NOT NULL,
-    embedding halfvec NOT NULL
+    embedding {ext}.halfvec NOT NULL
 )
 """
+_EXTENSION_SCHEMA = (
+    "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+    "WHERE e.extname = 'vector'"
+)
 
 _PENDING = (
     "FROM messages m LEFT JOIN messages p ON p.seq = m.parent_seq "
@@ -69,6 +73,10 @@ class PostgresVectors(EmbedsPending):
         self.hnsw: bool | None = None if vector_index != "exact" else False
         digest = hashlib.sha1(f"{embedder.name}/{embedder.dimensions}".encode()).hexdigest()
         self._index_name = f"message_vectors_hnsw_{digest[:12]}"
+        # pgvector's types and operators are named with the schema the extension lives in:
+        # the store's search_path is its own schema only, and the extension may have been
+        # installed in another one (by another store of the same database, or by the DBA).
+        self._ext = "public"
 
     async def setup(self, read_only: bool) -> None:
         """Decide the search path (once, at open): pgvector when the extension is there or can
@@ -78,19 +86,25 @@ class PostgresVectors(EmbedsPending):
         dims = int(self.embedder.dimensions)
 
         async def has_extension(conn: Conn) -> bool:
-            cur = await conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
-            return await cur.fetchone() is not None
+            cur = await conn.execute(_EXTENSION_SCHEMA)
+            row = await cur.fetchone()
+            if row is None:
+                return False
+            self._ext = _ident(row[0])
+            return True
 
         async def create(conn: Conn) -> None:
             if not await has_extension(conn):
                 await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                await has_extension(conn)
+            ext = self._ext
             await conn.execute(
                 "SELECT pg_advisory_xact_lock(hashtext('mindstore:hnsw:' || current_schema()))"
             )
-            await conn.execute(_HNSW_TABLE)
+            await conn.execute(_HNSW_TABLE.format(ext=ext))
             await conn.execute(
                 f"CREATE INDEX IF NOT EXISTS {self._index_name} ON message_vectors_hnsw "
-                f"USING hnsw ((embedding::halfvec({dims})) halfvec_cosine_ops) "
+                f"USING hnsw ((embedding::{ext}.halfvec({dims})) {ext}.halfvec_cosine_ops) "
                 "WITH (m = 16, ef_construction = 64) "
                 f"WHERE model = {_literal(self.embedder.name)} AND dims = {dims}"
             )
@@ -144,7 +158,7 @@ class PostgresVectors(EmbedsPending):
                 async with conn.cursor() as cur:
                     await cur.executemany(
                         "INSERT INTO message_vectors_hnsw (seq, namespace, model, dims, embedding) "
-                        "SELECT %s, %s, %s, %s, %s::halfvec "
+                        f"SELECT %s, %s, %s, %s, %s::{self._ext}.halfvec "
                         "WHERE EXISTS (SELECT 1 FROM message_vectors WHERE seq = %s) "
                         "ON CONFLICT (seq) DO NOTHING",
                         [
@@ -205,7 +219,7 @@ class PostgresVectors(EmbedsPending):
                         await conn.execute(
                             "INSERT INTO message_vectors_hnsw "
                             "(seq, namespace, model, dims, embedding) "
-                            "SELECT seq, namespace, model, dims, %(emb)s::halfvec "
+                            f"SELECT seq, namespace, model, dims, %(emb)s::{self._ext}.halfvec "
                             "FROM message_vectors WHERE seq = %(seq)s "
                             "ON CONFLICT (seq) DO UPDATE SET namespace = excluded.namespace, "
                             "model = excluded.model, dims = excluded.dims, "
@@ -254,7 +268,7 @@ class PostgresVectors(EmbedsPending):
     ) -> list[SearchResult]:
         if limit <= 0 or not query.strip():
             return []
-        [vector] = await embed_batch(self.embedder, [query], query=True)
+        vector = await query_vector(self.embedder, query)
         return await self.search_vector(namespace, vector, session_ids=session_ids, limit=limit)
 
     async def _hnsw_search(
@@ -262,15 +276,16 @@ class PostgresVectors(EmbedsPending):
     ) -> list[tuple[int, float]]:
         dims = int(self.embedder.dimensions)
         q = "[" + ",".join(repr(float(x)) for x in vector) + "]"
+        half = f"{self._ext}.halfvec({dims})"
+        distance = f"embedding::{half} OPERATOR({self._ext}.<=>) %(q)s::{half}"
 
         async def run(conn: Conn) -> list[tuple[int, float]]:
             await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             await conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(limit, 1000))}")
             cur = await conn.execute(
-                f"SELECT seq, 1 - (embedding::halfvec({dims}) <=> %(q)s::halfvec({dims})) AS score "
-                "FROM message_vectors_hnsw "
+                f"SELECT seq, 1 - ({distance}) AS score FROM message_vectors_hnsw "
                 "WHERE model = %(model)s AND dims = %(dims)s AND namespace = %(ns)s "
-                f"ORDER BY embedding::halfvec({dims}) <=> %(q)s::halfvec({dims}) LIMIT %(k)s",
+                f"ORDER BY {distance} LIMIT %(k)s",
                 {**self._params, "q": q, "ns": namespace, "k": limit},
             )
             rows = await cur.fetchall()
@@ -309,6 +324,10 @@ class PostgresVectors(EmbedsPending):
             text = message_text(r[4])
             out.append(search_result(r[1], r[2], r[3], text, semantic_snippet(text), score, r[5]))
         return out
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _literal(value: str) -> str:

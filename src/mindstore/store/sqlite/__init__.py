@@ -1,4 +1,4 @@
-"""The SQLite backend (stdlib ``sqlite3``, WAL, FTS5). See :mod:`mindstore.store.sqlite.store`."""
+"""The SQLite backend (stdlib ``sqlite3``, WAL). See :mod:`mindstore.store.sqlite.store`."""
 
 from __future__ import annotations
 

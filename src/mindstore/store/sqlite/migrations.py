@@ -11,15 +11,25 @@ A released migration is never edited; changes go in a new, higher-numbered migra
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Callable
 from typing import Final
 
-__all__ = ["LATEST_VERSION", "MIGRATIONS", "REINDEX_AFTER", "statements"]
+from mindstore.errors import SchemaVersionError
+from mindstore.store.sqlite import lexical
+
+__all__ = [
+    "LATEST_VERSION",
+    "MIGRATIONS",
+    "REINDEX_AFTER",
+    "check_not_newer",
+    "migrate",
+    "statements",
+]
 
 
 def statements(sql: str) -> list[str]:
     """Split a migration into statements; a trigger body's own semicolons stay inside it."""
-    import sqlite3
-
     out: list[str] = []
     buf = ""
     for piece in sql.split(";"):
@@ -81,7 +91,7 @@ CREATE INDEX messages_by_parent ON messages (parent_seq);
 CREATE INDEX messages_walk ON messages (seq, parent_seq, tokens, nbytes);
 """
 
-# Why: DESIGN §5 wants stemmed words/phrases AND prefixes matched as typed (``deploym*`` finds
+# Why: search wants stemmed words/phrases AND prefixes matched as typed (``deploym*`` finds
 # "deployment", which a porter-stemmed index cannot do). ``message_text`` (unicode61, unstemmed)
 # stores the indexed text once and answers prefix queries; it needs no positions (prefix terms
 # are single tokens) so it is ``detail=column``. ``message_stem`` (porter) is an external-content
@@ -96,8 +106,8 @@ CREATE VIRTUAL TABLE message_stem USING fts5(
 );
 """
 
-# Why: compaction overlays, context blocks, the frozen prompt and loaded-skill state (DESIGN §4,
-# §6). Blocks and prompts are keyed by strings — (namespace, scope, label) with scope '' meaning
+# Why: compaction overlays, context blocks, the frozen prompt and loaded-skill state.
+# Blocks and prompts are keyed by strings — (namespace, scope, label) with scope '' meaning
 # "namespace-wide" (a session id is never empty, so '' cannot collide) — so writing a block does
 # not create a registry row. Compactions reference the session's sid: they only exist for
 # sessions that have messages.
@@ -190,8 +200,8 @@ DROP INDEX messages_walk;
 CREATE INDEX messages_path ON messages (sid, seq, parent_seq, tokens, nbytes);
 """
 
-# Why: SessionManager.list() (newest-updated first, DESIGN §7) must return its first page in
-# ≤ 5 ms with 10,000 sessions in a namespace (issue 5); without an index it sorts the whole
+# Why: SessionManager.list() (newest-updated first) must return its first page in
+# ≤ 5 ms with 10,000 sessions in a namespace; without an index it sorts the whole
 # namespace every call (~6 ms for 10,000 on the reference machine, and growing linearly). m001
 # left this index out because every append moves the session's entry; measured since: one more
 # WAL frame per commit (~22 instead of ~21) and no measurable change in the append rate
@@ -230,7 +240,7 @@ ALTER TABLE sessions ADD COLUMN compact_floor INTEGER;
 ALTER TABLE sessions ADD COLUMN compact_margin INTEGER;
 """
 
-# Why: DESIGN §5.1 (issue 16) — natural-language questions, BM25 with per-namespace statistics,
+# Why: natural-language questions, BM25 with per-namespace statistics,
 # the same tokens on both backends, CJK, the parent's text as context. FTS5 cannot do any of
 # that (its tokenizers differ from PostgreSQL's, its bm25() statistics span the whole file, it
 # has no CJK segmentation), so the index is two plain tables fed by the Python tokenizer
@@ -277,7 +287,7 @@ CREATE TABLE search_pending (
 REINDEX_AFTER: Final = "m009_lexical_index"
 """Opening a file older than this migration rebuilds the lexical index in Python."""
 
-# Why: semantic search (DESIGN §5.2, issue 17). One vector row per message, keyed by seq, with
+# Why: semantic search. One vector row per message, keyed by seq, with
 # the embedder's name and dimensions so vectors of another model are never compared (they are
 # ignored until re-embedded). float16 BLOBs: half of float32, no measurable loss of ranking.
 # Triggers keep vectors in step with edits and deletes without touching the append path (an
@@ -331,3 +341,41 @@ MIGRATIONS: Final[list[tuple[int, str, str]]] = [
 ]
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]
+
+
+def check_not_newer(path: str, version: int) -> None:
+    """Refuse a file written by a newer mindstore (before anything is written to it)."""
+    if version > LATEST_VERSION:
+        raise SchemaVersionError(
+            f"{path!r} has schema version {version}, but this mindstore only "
+            f"understands up to {LATEST_VERSION}: upgrade mindstore to open it"
+        )
+
+
+def migrate(
+    conn: sqlite3.Connection, path: str, begin: Callable[[sqlite3.Connection], None]
+) -> None:
+    """Apply every pending migration in one write transaction (``begin`` opens it, waiting for
+    another process's lock); a file written by an older release is re-indexed once, inside it."""
+    begin(conn)
+    try:
+        # Another process may have migrated while we waited for the lock.
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > LATEST_VERSION:
+            raise SchemaVersionError(
+                f"{path!r} has schema version {version}, newer than {LATEST_VERSION}"
+            )
+        reindex = False
+        for number, name, sql in MIGRATIONS:
+            if number > version:
+                for statement in statements(sql):
+                    conn.execute(statement)
+                reindex = reindex or name == REINDEX_AFTER
+        if reindex and version > 0:
+            lexical.rebuild(conn)  # an older file: build the lexical index once
+        conn.execute(f"PRAGMA user_version={LATEST_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise

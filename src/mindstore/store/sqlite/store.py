@@ -1,114 +1,61 @@
-"""SQLiteStore: the embedded default backend — one SQLite file, WAL, FTS5.
+"""SQLiteStore: the embedded default backend — one SQLite file in WAL mode.
 
-Behaviour and invariants
-========================
+Invariants
+==========
 
-* **Opening.** ``SQLiteStore(path)`` does no I/O; the file is opened on the first call (or by
-  ``async with SQLiteStore(...) as store``). ``":memory:"`` gives a private in-memory database.
-  On open: the schema version (``PRAGMA user_version``) is read first; a version newer than this
-  library's is refused with :class:`~mindstore.errors.SchemaVersionError` before anything is
-  written (the file is untouched). Then WAL mode, ``foreign_keys=ON``, ``busy_timeout`` and
-  ``synchronous`` (``NORMAL`` by default: durable against process crashes, the last commits may
-  be lost on power loss; ``FULL`` also survives power loss) are set and pending migrations
-  (:mod:`.migrations`) run in one ``BEGIN IMMEDIATE`` transaction. ``read_only=True`` opens
-  an existing, current database through a ``file:…?mode=ro`` URI with ``query_only`` on and
-  skips all of that: it never creates, migrates or writes a file (the CLI's read commands use
-  it), and refuses a missing, empty or older-schema file with ``StoreError``.
-* **Transactions.** The connection runs in autocommit mode (``isolation_level=None``); every
-  write method is exactly one explicit ``BEGIN IMMEDIATE … COMMIT``, so the write lock is taken
-  up front: an auto-parented append reads the session's leaf pointer and inserts under the same
-  lock, which is why concurrent appenders — tasks, threads or processes — form one chain and
-  never a fork. Any exception inside rolls back: a failed call changes nothing. A lock held by
-  another process is waited for up to ``busy_timeout`` seconds (SQLite's busy handler, plus a
-  retry of ``BEGIN`` on ``SQLITE_BUSY``), then :class:`~mindstore.errors.StoreError`.
-  :meth:`SQLiteStore.transaction` groups several calls (fork, split, import): one ``BEGIN
-  IMMEDIATE`` for the block, each call inside a ``SAVEPOINT``; ``readonly`` blocks (export) are
-  one deferred read transaction — one WAL snapshot — and do not block writers. Read methods
-  that need one snapshot for several statements use ``SAVEPOINT``/``RELEASE`` (a deferred
-  transaction on its own, nested inside a block).
-* **Threading.** sqlite3 calls run inline on the calling (event-loop) thread. Every operation is
-  a handful of indexed statements (an append is ~0.3 ms including its commit); a hop to a worker
-  thread per call (``asyncio.to_thread``) adds tens of microseconds of scheduling and wake-up per
-  call on top, for no gain, since one connection serialises the calls anyway. The cost of this
-  choice: waiting for another *process's* write lock blocks the loop for at most the lock
-  holder's transaction (or ``busy_timeout``). A ``threading.RLock`` serialises use of the one
-  connection so a store may also be shared between threads.
-* **Errors.** ``sqlite3.Error`` is translated to :class:`~mindstore.errors.StoreError` (the
-  original on ``__cause__``) in one place (:meth:`SQLiteStore._tx`). Bad arguments raise
-  ``ValueError``/``TypeError`` subclasses from :mod:`mindstore.errors` before any I/O.
+* **No I/O in the constructor.** ``SQLiteStore(path)`` opens (and migrates) the file on the
+  first call or on ``async with``; ``":memory:"`` is a private in-memory database; ``read_only``
+  never creates, migrates or writes a file. Opening, pragmas, transactions and the translation
+  of ``sqlite3.Error`` into :class:`~mindstore.errors.StoreError` are :mod:`._connection`;
+  the schema and its runner are :mod:`.migrations`.
+* **One transaction per call.** Every write method is exactly one ``BEGIN IMMEDIATE … COMMIT``
+  (a savepoint inside :meth:`SQLiteStore.transaction`): the write lock is taken up front, so an
+  auto-parented append reads the session's leaf pointer and inserts under the same lock, and
+  concurrent appenders — tasks, threads or processes — form one chain, never a fork. A failed
+  call changes nothing. Reads that need one snapshot for several statements use
+  ``SAVEPOINT``/``RELEASE``.
+* **Calls run inline.** sqlite3 calls run on the calling (event-loop) thread: every operation
+  is a handful of indexed statements, one connection serialises them anyway, and a hop to a
+  worker thread per call would only add latency. The cost: waiting for another *process's*
+  write lock blocks the loop for at most that transaction (or ``busy_timeout``).
+* **Arguments are checked before any I/O** (:mod:`mindstore.store._checks`), with the same
+  errors as the PostgreSQL backend.
 
 Schema (see :mod:`.migrations`)
 ===============================
 
 * ``sessions``: one row per (namespace, session_id) with a small integer ``sid``; it is the
   SessionManager registry row and holds ``leaf_seq`` (the latest-leaf pointer, so
-  ``latest_leaf`` is O(1) at cold start, recomputed on delete) and ``message_count``. Every
-  append upserts it (``updated_at``, count, leaf, ``linear``). ``sessions_by_update`` serves
-  ``list_sessions`` (newest first) in O(page). Writing blocks, prompts or skill state does
-  *not* create a registry row.
+  ``latest_leaf`` is O(1) at cold start, recomputed on delete), ``message_count`` and
+  ``linear`` (whether the messages in seq order form one chain). Every append upserts it.
+  ``sessions_by_update`` serves ``list_sessions`` (newest first) in O(page). Writing blocks,
+  prompts or skill state does *not* create a registry row.
 * ``messages``: ``seq INTEGER PRIMARY KEY AUTOINCREMENT`` (store-wide monotonic, never reused),
   ``parent_seq`` references ``messages(seq)``; ``content`` is :func:`mindstore.messages.dumps`
-  of the message; ``nbytes`` its UTF-8 size; ``tokens`` the session's estimate; ``created_us``
-  integer microseconds UTC. Message ids are unique per session (``UNIQUE(sid, id)``).
-* Paths: a session whose messages in seq order form one chain (``sessions.linear``, kept by
-  every append) is read as a range of the ``messages_path`` index (``sid, seq, …``); a branched
-  one with a recursive CTE over ``parent_seq`` — no depth limit either way. ``path_window``
-  loads the bodies of the window alone: on a linear session the totals are one index-only
-  aggregate and the window one newest-first cursor stopped at the budget; on a branched one it
-  first walks only ``tokens``/``nbytes`` of the path (index-only).
+  of the message (the Session hands over the JSON it already produced for the row-size check,
+  so a message is serialised once); ``nbytes`` its UTF-8 size; ``tokens`` the session's
+  estimate; ``created_us`` integer microseconds UTC. Message ids are unique per session.
+* Paths: a linear session is read as a range of the ``messages_path`` index (one seek per
+  message); a branched one with a recursive CTE over ``parent_seq`` — no depth limit either way.
+  ``path_window`` loads the bodies of the window alone: on a linear session the totals are one
+  index-only aggregate and the window one newest-first cursor stopped at the budget; on a
+  branched one it first walks only ``tokens``/``nbytes`` of the path (index-only).
 * ``delete`` re-attaches children to the deleted message's nearest surviving ancestor, drops
   compactions whose from/to message was deleted (an overlay they had superseded applies again),
   removes search rows and recomputes the leaf pointer and count.
+* Blocks, prompts and skill states are keyed by strings; a namespace-wide block or entry
+  collection (``ScopeKey.session_id=None``) is stored with scope ``''`` — never a valid session
+  id, so keys cannot collide.
 
 Search
 ======
 
-Two FTS5 indexes per message, keyed by ``seq``: ``message_text`` (``unicode61``, unstemmed,
-``detail=column``; it stores the indexed text) answers ``prefix*`` terms as typed, and
-``message_stem`` (``porter unicode61``, external content over ``message_text`` so the text is
-not stored twice) answers words and phrases stemmed, and gives BM25 and snippets. A query is
-built *only* from :class:`~mindstore.search.ParsedQuery` tokens, each double-quoted (``"tok"``,
-``"a b"``, ``"pre"*``), so nothing a user types can be an FTS5 syntax error. Words + prefixes =
-stem MATCH restricted to the rowids of the prefix MATCH. Ranking: ``bm25`` with ``tool_text``
-weighted 0.25 against ``text`` 1.0; :attr:`SearchResult.score` is ``-bm25`` (higher is better);
-ties by ``seq`` descending (most recent first); how a query runs: see Performance notes.
-``SearchResult.text`` is the indexed text (the tool text when the message has no text parts).
-Snippets mark matches with ``[`` ``]`` and elide with ``…``. Index rows are written, replaced
-and removed in the same transaction as the message.
-
-Keyed entries (StoreSearchProvider / StoreSkillProvider) use the same two-index scheme over
-``key``, ``content`` and ``description`` with the ``entries`` table as external content.
-
-Blocks, prompts and skill states are keyed by strings; a namespace-wide block or entry
-collection (``ScopeKey.session_id=None``) is stored with scope ``''`` — never a valid session id,
-so keys cannot collide.
-
-Performance notes
-=================
-
-Measured with ``bench/bench_core.py`` / ``bench_context.py`` / ``bench_manager.py`` against plain
-``sqlite3`` doing the same work in the same run (numbers in the commit messages).
-
-* **Appends.** ~90% of an append is its ``COMMIT``: the WAL frames it writes (~22 pages, most of
-  them the two FTS5 indexes' segment, structure and docsize pages) and the checkpoints they
-  cause. The schema was checked page by page against the plain baseline (row + the same two
-  FTS rows, ~18 frames): AUTOINCREMENT, the parent index, the path index, the sessions-row
-  update and its ``sessions_by_update`` entry cost about one frame each, and each carries an
-  invariant or a target (seq never reused, children lookups, path reads, O(1) latest leaf,
-  ``list()`` in O(page)), so they stay. The second FTS index (prefixes as typed) is what
-  separates us from a one-index baseline (~0.5 of its rate). The Session hands the store
-  the JSON it already produced for the row-size check (``NewMessage.content``), so a message
-  is serialised once.
-* **Path reads.** Stored JSON is decoded with the C scanner directly (``json.loads``' per-call
-  checks were a third of a 5,000-message read). A never-branched session (the common case) is
-  read as an index range instead of a recursive walk (one seek per message instead of two).
-  One inlined loop builds the ``StoredMessage`` objects (slot setters, no per-row calls).
-* **Search.** Lexical search no longer uses FTS5: the pure ``mindstore.lexical`` package
-  tokenises, scores (BM25 with per-namespace statistics and a context field) and makes
-  snippets, identically for both backends; this backend only keeps ``search_terms`` /
-  ``search_stats`` (``store/sqlite/lexical.py``) and reads candidate rows from them. New
-  documents wait in ``search_pending`` and move into ``search_terms`` in batches, so each
-  b-tree page is written once per batch rather than once per message.
+The pure :mod:`mindstore.lexical` package tokenises, scores (BM25 with per-namespace statistics
+and a context field) and makes snippets, identically for both backends; this backend keeps the
+``search_terms`` / ``search_stats`` rows (:mod:`.lexical`) in the same transaction as the
+message or entry they index and reads candidate rows from them. New documents wait in
+``search_pending`` and move into ``search_terms`` in batches, so each b-tree page is written
+once per batch rather than once per message. Semantic search is :mod:`.vectors`.
 """
 
 from __future__ import annotations
@@ -116,13 +63,10 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import threading
 import time
 import types
-import urllib.parse
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
-from contextvars import ContextVar
+from contextlib import AbstractContextManager, asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
@@ -134,9 +78,7 @@ from mindstore.errors import (
     InvalidKeyError,
     InvalidMessageError,
     MessageNotFoundError,
-    SchemaVersionError,
     SessionNotFoundError,
-    StoreError,
 )
 from mindstore.lexical import bm25
 from mindstore.lexical.collections import entry_collection, message_collection
@@ -145,6 +87,7 @@ from mindstore.messages import dumps
 from mindstore.search import ParsedQuery, SearchResult, index_text, search_result
 from mindstore.store._checks import (
     CREATE_FIELDS,
+    check_choice,
     check_entry_key,
     check_expiry,
     check_id,
@@ -157,7 +100,7 @@ from mindstore.store._checks import (
     check_text,
     prefix_upper_bound,
 )
-from mindstore.store._vectors import check_embedder, require_embedder
+from mindstore.store._vectors import VectorMethods, check_embedder
 from mindstore.store.base import (
     AUTO,
     UNSET,
@@ -175,12 +118,7 @@ from mindstore.store.base import (
     _Sentinel,
 )
 from mindstore.store.sqlite import lexical
-from mindstore.store.sqlite.migrations import (
-    LATEST_VERSION,
-    MIGRATIONS,
-    REINDEX_AFTER,
-    statements,
-)
+from mindstore.store.sqlite._connection import SQLiteConnection
 from mindstore.store.sqlite.vectors import SQLiteVectors
 
 __all__ = ["SQLiteStore"]
@@ -481,7 +419,7 @@ def _forget_estimate(conn: sqlite3.Connection, where: str, *args: Any) -> None:
 T = TypeVar("T")
 
 
-class SQLiteStore:
+class SQLiteStore(VectorMethods):
     """The SQLite backend of the :class:`~mindstore.store.base.Store` protocol.
 
     Args:
@@ -496,8 +434,8 @@ class SQLiteStore:
             with an older schema raises :class:`~mindstore.errors.StoreError` on open; every
             write method raises :class:`~mindstore.errors.StoreError`. Used by the CLI's read
             commands.
-        embedder: an :class:`~mindstore.embeddings.Embedder` for semantic and hybrid search
-            (DESIGN §5.2). Appends never call it; :meth:`embed_pending` embeds what is new.
+        embedder: an :class:`~mindstore.embeddings.Embedder` for semantic and hybrid search.
+            Appends never call it; :meth:`embed_pending` embeds what is new.
 
     The constructor does no I/O; the database is opened (and migrated) on first use.
     """
@@ -513,8 +451,7 @@ class SQLiteStore:
     ) -> None:
         if not isinstance(path, str | os.PathLike):
             raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
-        if synchronous not in ("NORMAL", "FULL"):
-            raise ValueError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
+        check_choice(synchronous, "synchronous", ("NORMAL", "FULL"))
         if (
             isinstance(busy_timeout, bool)
             or not isinstance(busy_timeout, int | float)
@@ -525,17 +462,17 @@ class SQLiteStore:
         if read_only and self._path == ":memory:":
             raise ValueError("read_only needs a database file; ':memory:' starts empty")
         self._read_only = bool(read_only)
-        self._synchronous = synchronous
-        self._busy_timeout = float(busy_timeout)
-        self._conn: sqlite3.Connection | None = None
-        self._closed = False
-        self._lock = threading.RLock()
-        # transaction(): the owner token of the open block (None: none) and the task's token.
-        self._tx_owner: object | None = None
-        self._tx_readonly = False
-        self._tx_task: ContextVar[object | None] = ContextVar("mindstore_sqlite_tx", default=None)
+        self._db = SQLiteConnection(
+            self._path,
+            synchronous=synchronous,
+            busy_timeout=float(busy_timeout),
+            read_only=self._read_only,
+            label=repr(self),
+        )
         self._embedder = check_embedder(embedder)
-        self._vectors = SQLiteVectors(self, self._embedder) if self._embedder else None
+        self._vectors: SQLiteVectors | None = (
+            SQLiteVectors(self, self._embedder) if self._embedder else None
+        )
 
     def __repr__(self) -> str:
         ro = ", read_only=True" if self._read_only else ""
@@ -546,56 +483,10 @@ class SQLiteStore:
         """The database path as given (``":memory:"`` for an in-memory store)."""
         return self._path
 
-    # ---- vectors (DESIGN §5.2; the work is in sqlite/vectors.py) ---------------------------
     @property
-    def embedder(self) -> Embedder | None:
-        """The embedder given to the store, or None (lexical search only)."""
-        return self._embedder
-
-    def _require_vectors(self, what: str) -> SQLiteVectors:
-        require_embedder(self._embedder, what)
-        assert self._vectors is not None
-        return self._vectors
-
-    async def embed_pending(
-        self,
-        *,
-        limit: int | None = None,
-        batch_size: int = 64,
-        progress: Callable[[int], None] | None = None,
-    ) -> int:
-        """Embed messages that have no vector of this store's embedder yet, ``batch_size`` per
-        call to the embedder and per transaction; returns how many were embedded.
-        ``progress(n)`` is called after each batch."""
-        vectors = self._require_vectors("embed_pending")
-        return await vectors.embed_pending(limit=limit, batch_size=batch_size, progress=progress)
-
-    async def pending_embeddings(self) -> int:
-        """How many messages have no vector of this store's embedder."""
-        return await self._require_vectors("pending_embeddings").pending_count()
-
-    async def drop_vectors(self) -> int:
-        """Delete every stored vector (any embedder) so the next embed_pending re-embeds all."""
-        return await self._require_vectors("drop_vectors").drop_vectors()
-
-    async def semantic_search(
-        self,
-        namespace: str,
-        query: str,
-        *,
-        session_ids: Sequence[str] | None = None,
-        limit: int = 20,
-    ) -> list[SearchResult]:
-        """Nearest messages of the namespace to ``query`` by the embedder (exact cosine k-NN
-        over the namespace's vectors of this embedder), best first."""
-        check_name(namespace, "namespace")
-        check_int(limit)
-        if session_ids is not None:
-            if isinstance(session_ids, str):
-                raise TypeError("session_ids must be a sequence of session ids, not a string")
-            session_ids = [check_name(s, "session id") for s in session_ids]
-        vectors = self._require_vectors("semantic search")
-        return await vectors.search(namespace, query, session_ids=session_ids, limit=limit)
+    def read_only(self) -> bool:
+        """Whether the store was opened with ``read_only=True``."""
+        return self._read_only
 
     # ---- lifecycle -------------------------------------------------------------------------
     async def __aenter__(self) -> Self:
@@ -613,199 +504,25 @@ class SQLiteStore:
 
     async def aclose(self) -> None:
         """Close the connection. Idempotent; later calls raise StoreError."""
-        with self._lock:
-            self._closed = True
-            conn, self._conn = self._conn, None
-            if conn is not None:
-                try:
-                    conn.close()
-                except sqlite3.Error as e:  # pragma: no cover - close rarely fails
-                    raise StoreError(f"closing {self._path!r} failed: {e}") from e
+        self._db.close()
 
-    @property
-    def read_only(self) -> bool:
-        """Whether the store was opened with ``read_only=True``."""
-        return self._read_only
-
-    def _open_read_only(self) -> sqlite3.Connection:
-        if not os.path.isfile(self._path):
-            raise StoreError(f"no mindstore database at {self._path!r} (the file does not exist)")
-        uri = "file:" + urllib.parse.quote(os.path.abspath(self._path)) + "?mode=ro"
-        if not any(os.path.exists(self._path + ext) for ext in ("-wal", "-shm")):
-            # No other connection has the file open (WAL sidecars exist while one does): read
-            # it as immutable, or SQLite would create -wal/-shm files next to it and leave them.
-            # With sidecars present a normal read-only open creates nothing new and sees the
-            # other process's committed writes.
-            uri += "&immutable=1"
-        conn = sqlite3.connect(
-            uri,
-            uri=True,
-            timeout=self._busy_timeout,
-            isolation_level=None,
-            check_same_thread=False,
-            cached_statements=256,
-        )
-        try:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version == 0:
-                raise StoreError(
-                    f"no mindstore database at {self._path!r} (the file is empty or holds "
-                    "no mindstore schema)"
-                )
-            if version > LATEST_VERSION:
-                raise SchemaVersionError(
-                    f"{self._path!r} has schema version {version}, but this mindstore only "
-                    f"understands up to {LATEST_VERSION}: upgrade mindstore to open it"
-                )
-            if version < LATEST_VERSION:
-                raise StoreError(
-                    f"{self._path!r} has schema version {version}, older than this mindstore's "
-                    f"{LATEST_VERSION}; open it once without read_only to upgrade it"
-                )
-            conn.execute("PRAGMA query_only=ON")
-            conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout * 1000)}")
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    def _open(self) -> sqlite3.Connection:
-        if self._read_only:
-            return self._open_read_only()
-        conn = sqlite3.connect(
-            self._path,
-            timeout=self._busy_timeout,
-            isolation_level=None,
-            check_same_thread=False,
-            cached_statements=256,
-        )
-        try:
-            # Read the version before anything can write to the file (WAL switch, migrations).
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > LATEST_VERSION:
-                raise SchemaVersionError(
-                    f"{self._path!r} has schema version {version}, but this mindstore only "
-                    f"understands up to {LATEST_VERSION}: upgrade mindstore to open it"
-                )
-            if self._path != ":memory:":
-                conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(f"PRAGMA synchronous={self._synchronous}")
-            conn.execute("PRAGMA foreign_keys=ON")
-            conn.execute(f"PRAGMA busy_timeout={int(self._busy_timeout * 1000)}")
-            if version < LATEST_VERSION:
-                self._migrate(conn)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    def _migrate(self, conn: sqlite3.Connection) -> None:
-        self._begin(conn)
-        try:
-            # Another process may have migrated while we waited for the lock.
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > LATEST_VERSION:
-                raise SchemaVersionError(
-                    f"{self._path!r} has schema version {version}, newer than {LATEST_VERSION}"
-                )
-            reindex = False
-            for number, name, sql in MIGRATIONS:
-                if number > version:
-                    for statement in statements(sql):
-                        conn.execute(statement)
-                    reindex = reindex or name == REINDEX_AFTER
-            if reindex and version > 0:
-                lexical.rebuild(conn)  # an older file: build the lexical index once
-            conn.execute(f"PRAGMA user_version={LATEST_VERSION}")
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-
-    def _begin(self, conn: sqlite3.Connection) -> None:
-        deadline = time.monotonic() + self._busy_timeout
-        while True:
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                return
-            except sqlite3.OperationalError as e:
-                busy = getattr(e, "sqlite_errorcode", None) in (
-                    sqlite3.SQLITE_BUSY,
-                    sqlite3.SQLITE_LOCKED,
-                ) or "locked" in str(e)
-                if not busy or time.monotonic() >= deadline:
-                    raise
-                time.sleep(0.005)
-
-    @contextmanager
-    def _tx(self, *, write: bool) -> Iterator[sqlite3.Connection]:
-        """Run a block on the connection: one ``BEGIN IMMEDIATE`` transaction when ``write``.
-
-        Inside :meth:`transaction` (same task) the block joins that transaction instead; a
-        write is then a savepoint, so the call stays all-or-nothing on its own.
-        The single place where sqlite3 errors become StoreError; any exception rolls back.
-        """
-        with self._lock:
-            try:
-                if self._closed:
-                    raise StoreError(f"{self!r} is closed; open a new store")
-                if self._tx_owner is not None:
-                    yield from self._in_transaction(write=write)
-                    return
-                conn = self._conn
-                if conn is None:
-                    conn = self._conn = self._open()
-                if not write:
-                    yield conn
-                    return
-                if self._read_only:
-                    raise StoreError(f"{self!r} was opened read_only; it cannot be written")
-                self._begin(conn)
-                try:
-                    yield conn
-                    conn.execute("COMMIT")
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
-            except sqlite3.Error as e:
-                raise StoreError(f"SQLite error on {self._path!r}: {e}") from e
+    # ---- transactions (the plumbing is in _connection.py) ------------------------------------
+    def _tx(self, *, write: bool) -> AbstractContextManager[sqlite3.Connection]:
+        """The connection inside one transaction (write) or as a read; see
+        :meth:`.SQLiteConnection.tx`."""
+        return self._db.tx(write=write)
 
     def _write(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(conn, *args)`` in one write transaction (see :meth:`_tx`). The one write
         style of both backends: a store method validates, then passes a domain function and
         its arguments here (PostgresStore._write is the twin, awaited)."""
-        with self._tx(write=True) as conn:
+        with self._db.tx(write=True) as conn:
             return fn(conn, *args)
 
     def _read(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(conn, *args)`` as a read (see :meth:`_tx`)."""
-        with self._tx(write=False) as conn:
+        with self._db.tx(write=False) as conn:
             return fn(conn, *args)
-
-    def _in_transaction(self, *, write: bool) -> Iterator[sqlite3.Connection]:
-        conn = self._conn
-        if self._tx_task.get() is not self._tx_owner or conn is None:
-            # Only reachable when the owner of a transaction awaited something else inside it
-            # and another task of this thread called the store: refuse rather than join.
-            raise StoreError(
-                f"{self!r} is inside another task's transaction; do not await anything but "
-                "this store's calls inside store.transaction()"
-            )
-        if not write:
-            yield conn
-            return
-        if self._tx_readonly:
-            raise StoreError("cannot write inside a read-only transaction (readonly=True)")
-        conn.execute("SAVEPOINT mindstore_call")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK TO mindstore_call")
-            conn.execute("RELEASE mindstore_call")
-            raise
-        conn.execute("RELEASE mindstore_call")
 
     @asynccontextmanager
     async def transaction(
@@ -820,44 +537,8 @@ class SQLiteStore:
         """
         for k in lock:
             check_key(k)
-        if self._tx_owner is not None and self._tx_task.get() is self._tx_owner:
-            if not readonly and self._tx_readonly:
-                raise StoreError("cannot write inside a read-only transaction (readonly=True)")
-            yield  # nested: join the enclosing transaction
-            return
-        owner = object()
-        with self._lock:
-            if self._tx_owner is not None:
-                raise StoreError(
-                    f"{self!r} is inside another task's transaction; do not await anything but "
-                    "this store's calls inside store.transaction()"
-                )
-            try:
-                if self._closed:
-                    raise StoreError(f"{self!r} is closed; open a new store")
-                conn = self._conn
-                if conn is None:
-                    conn = self._conn = self._open()
-                if readonly:
-                    conn.execute("BEGIN")
-                elif self._read_only:
-                    raise StoreError(f"{self!r} was opened read_only; it cannot be written")
-                else:
-                    self._begin(conn)
-                token = self._tx_task.set(owner)
-                self._tx_owner, self._tx_readonly = owner, readonly
-                try:
-                    yield
-                    conn.execute("COMMIT")
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    raise
-                finally:
-                    self._tx_owner, self._tx_readonly = None, False
-                    self._tx_task.reset(token)
-            except sqlite3.Error as e:
-                raise StoreError(f"SQLite error on {self._path!r}: {e}") from e
+        with self._db.transaction(readonly=readonly):
+            yield
 
     # ---- helpers (inside a transaction) ------------------------------------------------------
     @staticmethod

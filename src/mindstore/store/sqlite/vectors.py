@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from mindstore.embeddings import Embedder, embed_batch
+from mindstore.embeddings import Embedder
 from mindstore.search import SearchResult, search_result
-from mindstore.store._vectors import EmbedsPending, PendingRow, message_text
+from mindstore.store._vectors import EmbedsPending, PendingRow, message_text, query_vector
 from mindstore.vectors import VectorIndex, semantic_snippet
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ class SQLiteVectors(EmbedsPending):
     ) -> list[SearchResult]:
         if limit <= 0 or not query.strip():
             return []
-        [vector] = await embed_batch(self.embedder, [query], query=True)
+        vector = await query_vector(self.embedder, query)
         return self.search_vector(namespace, vector, session_ids=session_ids, limit=limit)
 
     def search_vector(
