@@ -4,6 +4,7 @@ Run::
 
     .venv/bin/python bench/bench_core.py           # full (builds a 1,000,000-row store)
     .venv/bin/python bench/bench_core.py --quick   # smaller sizes, for CI / a quick look
+    .venv/bin/python bench/bench_core.py --quick --only search   # one workload (repeatable)
 
 Every baseline runs in the same process on the same machine with the same settings (WAL,
 ``synchronous=NORMAL``), so the ratios are what matter. Workloads (issue 2 targets):
@@ -387,6 +388,12 @@ def bench_cold_leaf(tmp: Path, small: int, big: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes (about 15 s)")
+    parser.add_argument(
+        "--only",
+        choices=["appends", "path", "search", "latency", "cold"],
+        action="append",
+        help="run only this workload (repeatable)",
+    )
     args = parser.parse_args(argv)
     q = args.quick
     print(f"sqlite {sqlite3.sqlite_version}, python {sys.version.split()[0]}, quick={q}")
@@ -408,6 +415,8 @@ def main(argv: list[str] | None = None) -> int:
             ("cold", lambda: bench_cold_leaf(tmp, 10_000, 100_000 if q else 1_000_000)),
         ]
         for name, step in steps:
+            if args.only and name not in args.only:
+                continue
             print(f"[{name}]", flush=True)
             step()
             for f in tmp.glob("*.db*"):

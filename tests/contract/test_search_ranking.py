@@ -287,7 +287,7 @@ async def test_long_queries_over_common_words_are_pruned_but_find_the_rare_match
     store: Store,
 ) -> None:
     """Past ROW_BUDGET index rows the most common words only re-rank what rarer words found
-    (mindstore.lexical.bm25.plan): the answer stays the message that holds the rare words."""
+    (mindstore.lexical.bm25.planner): the answer stays the message that holds the rare words."""
     from mindstore.lexical.bm25 import ROW_BUDGET
 
     key = SessionKey(namespace="big", session_id="s")

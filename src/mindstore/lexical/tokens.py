@@ -33,6 +33,7 @@ import snowballstemmer
 __all__ = [
     "MAX_WORD",
     "Unit",
+    "ascii_words",
     "fold_word",
     "is_cjk",
     "stem",
@@ -43,6 +44,9 @@ MAX_WORD: Final = 64
 """Characters of a word kept as they are; longer words become ``first 48 + '#' + hash``."""
 
 _ASCII_WORD: Final = re.compile(r"[A-Za-z0-9]+")
+# In ASCII text: a contraction ending right after an apostrophe that follows a word character
+# (what :func:`units` skips), as a pattern.
+_ASCII_CONTRACTION: Final = re.compile(r"(?<=[A-Za-z0-9])'(?i:s|t|re|ve|ll|d|m)(?![A-Za-z0-9])")
 _APOSTROPHES: Final = frozenset("'’ʼ")
 # Endings of possessives and contractions: after an apostrophe that follows a word character,
 # these are not words ("Dave's" is "Dave", "don't" is "don").
@@ -128,6 +132,17 @@ def units(text: str) -> Iterator[Unit]:
             yield Unit(raw, stem(raw), False, begin, finish)
             continue
         yield from _non_ascii_units(run, begin, finish)
+
+
+def ascii_words(text: str) -> list[str]:
+    """``[u.raw for u in units(text)]`` for an ASCII ``text``, without building units (the
+    common case of indexing a message, several times faster)."""
+    if "'" in text:
+        text = _ASCII_CONTRACTION.sub(" ", text)
+    out = _ASCII_WORD.findall(text.lower())
+    if any(len(w) > MAX_WORD for w in out):
+        out = [_shorten(w) for w in out]
+    return out
 
 
 def _non_ascii_units(run: str, begin: int, finish: int) -> Iterator[Unit]:

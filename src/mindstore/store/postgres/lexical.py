@@ -8,6 +8,11 @@ same scores. Keys are ``COLLATE "C"`` so a ``prefix*`` is a byte range of the pr
 Statistics are kept per (namespace, session): an append updates its own session's row, which
 the append transaction has locked anyway, so concurrent appenders never wait on a shared
 counter. Functions here run inside the caller's transaction.
+
+Index rows are read with one primary-key probe per key (or per (key, document) pair), spelled
+as lateral joins so no planner estimate can turn them into a scan of the collection. A search
+on a freshly loaded table pays a heap visit per row read or counted until autovacuum has set
+the visibility map (index-only counting); that, not the Python side, is where its time goes.
 """
 
 from __future__ import annotations
@@ -176,17 +181,14 @@ async def candidates(
     if n_docs == 0:
         return []
     total = sum(r[2] for r in stats)
-    keys = bm25.term_keys(query)
-    dfs: dict[str, int] = {}
-    if keys:
-        cur = await conn.execute(
-            "SELECT k, (SELECT count(*) FROM (SELECT 1 FROM search_terms "
-            "WHERE coll = %s AND kind = 0 AND key = k LIMIT %s) c) "
-            "FROM unnest(%s::text[]) AS k",
-            (coll, bm25.ROW_BUDGET + 1, keys),
-        )
-        dfs = {r[0]: r[1] for r in await cur.fetchall()}
-    full, probe = bm25.plan(query, dfs)
+    steps = bm25.planner(query)
+    try:
+        request = next(steps)
+        while True:
+            request = steps.send(await _count(conn, coll, *request))
+    except StopIteration as done:
+        plan: bm25.Plan = done.value
+    full, probe = plan.full, plan.probe
     rows: list[Any] = await _term_rows(conn, coll, full)
     for p in query.prefixes:
         cur = await conn.execute(
@@ -198,28 +200,51 @@ async def candidates(
     lengths = {r[0]: r[2] for r in stats} if sessions else None
     # without phrases every candidate is a hit: only the best `limit` need sorting
     top = None if query.phrases else limit
+    ranking = bm25.Ranking(query, n_docs, total, sids, lengths)
+    ranking.add(rows)
     if not probe:
-        return bm25.rank(query, rows, n_docs, total, sids, lengths, top)
-    docs = bm25.probe_candidates(query, full, rows, n_docs, total, sids, lengths)
-    rows += await _term_rows(conn, coll, probe, docs)
-    partial = {k: dfs[k] for k in probe}
-    return bm25.rank(query, rows, n_docs, total, sids, lengths, top, partial, docs)
+        return ranking.rank(top)
+    docs = ranking.probe_candidates(full)
+    ranking.add(await _term_rows(conn, coll, probe, docs))
+    return ranking.rank(top, ranking.probe_dfs(plan, docs), docs)
+
+
+async def _count(conn: Conn, coll: str, keys: list[str], cap: int) -> dict[str, int]:
+    """``min(document frequency, cap)`` of each key."""
+    cur = await conn.execute(
+        "SELECT k, (SELECT count(*) FROM (SELECT 1 FROM search_terms "
+        "WHERE coll = %s AND kind = 0 AND key = k LIMIT %s) c) "
+        "FROM unnest(%s::text[]) AS k",
+        (coll, cap, keys),
+    )
+    return {r[0]: r[1] for r in await cur.fetchall()}
 
 
 async def _term_rows(
     conn: Conn, coll: str, keys: Sequence[str], docs: set[int] | None = None
 ) -> list[Any]:
+    """The index rows of ``keys`` (kind 0), of ``docs`` only when given: one index probe per
+    key, or per (key, document) pair. Spelled as lateral joins on the primary key so the plan
+    cannot degrade: with ``key = ANY(…)`` / ``doc = ANY(…)`` filters the planner scanned the
+    whole collection while its statistics were missing (a new store before autovacuum's
+    ANALYZE), or every row of a common key to keep the few probed documents (``OFFSET 0``
+    keeps the pair lookup from being flattened into such a join)."""
     if not keys:
         return []
-    sql = (
-        "SELECT kind, key, doc, part, tf, ctx, dl FROM search_terms "
-        "WHERE coll = %s AND kind = 0 AND key = ANY(%s::text[])"
-    )
-    params: list[Any] = [coll, list(keys)]
-    if docs is not None:
-        sql += " AND doc = ANY(%s::bigint[])"
-        params.append(sorted(docs))
-    cur = await conn.execute(sql, params)
+    if docs is None:
+        cur = await conn.execute(
+            "SELECT t.kind, t.key, t.doc, t.part, t.tf, t.ctx, t.dl FROM unnest(%s::text[]) k, "
+            "LATERAL (SELECT kind, key, doc, part, tf, ctx, dl FROM search_terms "
+            "WHERE coll = %s AND kind = 0 AND key = k) t",
+            (list(keys), coll),
+        )
+    else:
+        cur = await conn.execute(
+            "SELECT t.kind, t.key, t.doc, t.part, t.tf, t.ctx, t.dl FROM unnest(%s::text[]) k, "
+            "unnest(%s::bigint[]) d, LATERAL (SELECT kind, key, doc, part, tf, ctx, dl "
+            "FROM search_terms WHERE coll = %s AND kind = 0 AND key = k AND doc = d OFFSET 0) t",
+            (list(keys), sorted(docs), coll),
+        )
     return list(await cur.fetchall())
 
 
