@@ -56,10 +56,15 @@ from mindstore.hybrid import search_messages
 from mindstore.messages import new_message_id, validate_id
 from mindstore.search import SearchResult, parse_query
 from mindstore.session import DEFAULT_MAX_MESSAGE_BYTES, Session, new_message
+from mindstore.session_search import (
+    SEARCH_TOOL_LIMIT,
+    format_session_search,
+    session_search_tool,
+)
 from mindstore.store._checks import check_name, check_text
 from mindstore.store.base import AUTO, NewMessage, SessionInfo, SessionKey, Store, _Sentinel
 from mindstore.tokens import Tokenizer
-from mindstore.tools import Tool, ToolSet
+from mindstore.tools import ToolSet
 from mindstore.vectors import DEFAULT_SEMANTIC_WEIGHT
 
 __all__ = [
@@ -72,47 +77,12 @@ __all__ = [
 SPLIT_CONTEXT_PREFIX = "[Context from previous session]"
 """First line of the message that seeds a session created by ``compact_and_split``."""
 
-NO_RESULTS = "No results found."
-SEARCH_TOOL_LIMIT = 10
-"""Results the ``session_search`` tool and the searchable-history block return."""
-MAX_RESULT_CHARS = 2000
-"""Longer message texts are cut in tool results so one hit cannot flood the context."""
 MAX_LIST_LIMIT = 1000
 DEFAULT_SESSION_CACHE_SIZE = 1024
 """How many :class:`Session` objects a :class:`SessionManager` keeps cached by default."""
 
 _BuilderCall = Callable[[Session], object]
 """A recorded builder call, replayed on every session handed out."""
-
-
-# The session_search tool's optional ``mode``, offered only when the store has an embedder
-# (without one every search is lexical, and offering a choice would only invite errors).
-_SEARCH_MODE_PARAMETER: dict[str, Any] = {
-    "type": "string",
-    "enum": ["hybrid", "lexical", "semantic"],
-    "description": (
-        "Optional. 'hybrid' (default) matches words and meaning; 'lexical' only the words "
-        "(names, numbers, exact terms); 'semantic' only the meaning (paraphrases, other "
-        "languages)."
-    ),
-}
-
-
-def format_session_search(results: Sequence[SearchResult]) -> str:
-    """Render hits as ``[role] text`` blocks joined by ``\\n---\\n``.
-
-    A message with no text (a hit on tool calls only) shows its snippet; texts longer than
-    2,000 characters are cut with ``...``. No hits → ``No results found.``
-    """
-    if not results:
-        return NO_RESULTS
-    blocks = []
-    for r in results:
-        text = r.text if r.text.strip() else r.snippet
-        if len(text) > MAX_RESULT_CHARS:
-            text = text[:MAX_RESULT_CHARS] + "..."
-        blocks.append(f"[{r.role}] {text}")
-    return "\n---\n".join(blocks)
 
 
 class SessionHistoryProvider:
@@ -644,46 +614,10 @@ class SessionManager:
 
         semantic = getattr(self._store, "embedder", None) is not None
 
-        async def session_search(args: dict[str, Any]) -> str:
-            try:
-                mode = args.get("mode") if semantic else None
-                results = await self.search(
-                    str(args["query"]),
-                    limit=SEARCH_TOOL_LIMIT,
-                    mode=None if mode is None else str(mode),
-                )
-            except Exception as exc:  # a tool never raises into the agent loop
-                return f"Error: {exc or type(exc).__name__}"
-            return format_session_search(results)
+        async def search(query: str, mode: str | None) -> list[SearchResult]:
+            return await self.search(query, limit=SEARCH_TOOL_LIMIT, mode=mode)
 
-        return ToolSet(
-            [
-                Tool(
-                    name="session_search",
-                    description=(
-                        "Search past conversations (all sessions). Pass a question or "
-                        "keywords: messages matching more and rarer words come first, so "
-                        'a natural question works; "quoted phrases" must match exactly and '
-                        "prefix* matches word beginnings."
-                    ),
-                    parameters={
-                        "type": "object",
-                        "properties": {
-                            "query": {
-                                "type": "string",
-                                "description": (
-                                    "A question or keywords, e.g. 'When did Caroline go to "
-                                    "the support group?' or 'support group'."
-                                ),
-                            },
-                            **({"mode": _SEARCH_MODE_PARAMETER} if semantic else {}),
-                        },
-                        "required": ["query"],
-                    },
-                    execute=session_search,
-                )
-            ]
-        )
+        return ToolSet([session_search_tool(search, semantic=semantic)])
 
 
 def _new_session_id() -> str:

@@ -10,7 +10,7 @@ import pytest
 
 from mindstore.errors import ConflictError, InvalidMessageError, MessageNotFoundError
 from mindstore.messages import dumps
-from mindstore.store import _rules
+from mindstore.store import _rows, _rules
 from mindstore.store.base import AUTO, UNSET, NewMessage, SessionKey, StoredMessage
 
 KEY = SessionKey(namespace="ns", session_id="s1")
@@ -162,7 +162,7 @@ def test_message_not_found_text() -> None:
 def test_message_row_builds_the_same_object_as_the_constructor() -> None:
     at = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
     content = dumps(msg())
-    got = _rules.message_row((7, "m1", "p", content, "ignored", 11, 42), at)
+    got = _rows.message_row((7, "m1", "p", content, "ignored", 11, 42), at)
     want = StoredMessage(
         id="m1", parent_id="p", message=msg(), created_at=at, seq=7, tokens=11, nbytes=42
     )
@@ -173,9 +173,9 @@ def test_message_row_builds_the_same_object_as_the_constructor() -> None:
 
 
 def test_loads_matches_json_loads_and_its_errors() -> None:
-    assert _rules.loads(dumps(msg())) == msg()
-    assert _rules.loads(' {"a": 1} ') == {"a": 1}  # not our compact form: the slow path
+    assert _rows.loads(dumps(msg())) == msg()
+    assert _rows.loads(' {"a": 1} ') == {"a": 1}  # not our compact form: the slow path
     with pytest.raises(ValueError):
-        _rules.loads('{"a": 1} trailing')
+        _rows.loads('{"a": 1} trailing')
     with pytest.raises(ValueError):
-        _rules.loads("")
+        _rows.loads("")

@@ -19,7 +19,7 @@ from mindstore.errors import (
 )
 from mindstore.lexical.hits import Hits
 from mindstore.search import SearchResult, parse_query
-from mindstore.store import _rules
+from mindstore.store import _rows, _rules
 from mindstore.store.base import Compaction, Entry, EntryHit, ScopeKey, SessionKey, SkillState
 
 KEY = SessionKey(namespace="ns", session_id="s1")
@@ -41,35 +41,35 @@ def test_compaction_rows_decode_alike_from_either_time_format() -> None:
     expected = Compaction(
         id=7, from_message_id="a", to_message_id="b", summary="sum", created_at=T0
     )
-    assert _rules.decode_compaction(stored) == expected
-    assert _rules.decode_compaction((7, "a", "b", "sum", micro(T0), None, 0), from_micro) == (
+    assert _rows.decode_compaction(stored) == expected
+    assert _rows.decode_compaction((7, "a", "b", "sum", micro(T0), None, 0), from_micro) == (
         expected
     )
-    reverted = _rules.decode_compaction((8, "a", "b", "s", T0, 9, 1))
+    reverted = _rows.decode_compaction((8, "a", "b", "s", T0, 9, 1))
     assert reverted.reverted is True and reverted.superseded_by == 9
 
 
 def test_entry_rows_created_falls_back_to_updated_and_expiry_is_optional() -> None:
-    old = _rules.decode_entry(("k", "c", None, T0, None, None, None))
+    old = _rows.decode_entry(("k", "c", None, T0, None, None, None))
     assert old == Entry(
         key="k", content="c", description=None, updated_at=T0, created_at=T0, data=None
     )
-    new = _rules.decode_entry(("k", "c", "d", micro(T1), "x", micro(T0), micro(T1)), from_micro)
+    new = _rows.decode_entry(("k", "c", "d", micro(T1), "x", micro(T0), micro(T1)), from_micro)
     assert (new.created_at, new.updated_at, new.expires_at, new.data) == (T0, T1, T1, "x")
 
 
 def test_session_rows_decode_metadata_and_times() -> None:
     row = ("s1", "n", None, "m", "cli", json.dumps({"a": 1}), 3, 4, 0.5, None, T0, T1, 2)
-    info = _rules.decode_session(row)
+    info = _rows.decode_session(row)
     assert (info.id, info.metadata, info.created_at, info.updated_at) == ("s1", {"a": 1}, T0, T1)
-    assert _rules.decode_session((*row[:5], None, *row[6:])).metadata is None
+    assert _rows.decode_session((*row[:5], None, *row[6:])).metadata is None
 
 
 def test_skill_state_and_block_rows() -> None:
-    assert _rules.decode_skill_state(("skills", "k", 1, None)) == SkillState(
+    assert _rows.decode_skill_state(("skills", "k", 1, None)) == SkillState(
         label="skills", key="k", loaded=True, unloaded_before_seq=None
     )
-    listed = _rules.decode_blocks("ns", [("s1", "mem", "x"), ("", "shared", "y")])
+    listed = _rows.decode_blocks("ns", [("s1", "mem", "x"), ("", "shared", "y")])
     assert listed == [
         (ScopeKey(namespace="ns", session_id="s1", label="mem"), "x"),
         (ScopeKey(namespace="ns", session_id=None, label="shared"), "y"),

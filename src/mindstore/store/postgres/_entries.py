@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from mindstore.lexical.collections import entry_collection
-from mindstore.store import _rules
+from mindstore.store import _rows, _rules
 from mindstore.store._checks import prefix_upper_bound
 from mindstore.store._rules import NewEntry
 from mindstore.store.base import Entry
@@ -64,7 +64,7 @@ async def get_entries(conn: Conn, k: Scope, keys: Sequence[str]) -> list[Entry]:
         "WHERE namespace = %s AND scope = %s AND label = %s AND key = ANY(%s)",
         (*k, list(keys)),
     )
-    found = {r[0]: _rules.decode_entry(r) for r in await cur.fetchall()}
+    found = {r[0]: _rows.decode_entry(r) for r in await cur.fetchall()}
     return _rules.in_request_order(keys, found)
 
 
@@ -75,7 +75,7 @@ async def list_entries(conn: Conn, k: Scope, limit: int | None) -> list[Entry]:
         "ORDER BY updated_at DESC, key DESC LIMIT %s",
         (*k, None if limit is None else max(0, limit)),
     )
-    return [_rules.decode_entry(r) for r in await cur.fetchall()]
+    return [_rows.decode_entry(r) for r in await cur.fetchall()]
 
 
 async def list_entry_labels(conn: Conn, namespace: str, prefix: str) -> list[str]:

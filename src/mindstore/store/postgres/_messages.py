@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from mindstore.errors import StoreError
 from mindstore.lexical.collections import message_collection
-from mindstore.store import _rules, failpoints
-from mindstore.store._rules import PreparedMessage, PreparedUpdate, loads, make_stored
+from mindstore.store import _rows, _rules, failpoints
+from mindstore.store._rows import loads, make_stored
+from mindstore.store._rules import PreparedMessage, PreparedUpdate
 from mindstore.store.base import UNSET, PathWindow, SessionKey, StoredMessage, TokenEstimate
 from mindstore.store.postgres import lexical
 from mindstore.store.postgres._common import FORGET_ESTIMATE_SQL, lock_session
@@ -146,7 +147,7 @@ _INSERT_MANY_SQL = (
 
 def _message(row: Sequence[Any]) -> StoredMessage:
     """A row of ``_MSG_COLS`` (time already a datetime) → StoredMessage."""
-    return _rules.message_row(row, row[4])
+    return _rows.message_row(row, row[4])
 
 
 async def _fetchone(conn: Conn, sql: str, params: Sequence[Any]) -> Any:

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from mindstore.lexical.collections import entry_collection, message_collection
-from mindstore.store import _rules, failpoints
+from mindstore.store import _rows, _rules, failpoints
 from mindstore.store._rules import NewSession
 from mindstore.store.base import SessionInfo, SessionKey
 from mindstore.store.postgres import lexical
@@ -33,7 +33,7 @@ async def create_session(conn: Conn, key: SessionKey, new: NewSession) -> Sessio
     row = await cur.fetchone()
     if row is None:
         raise _rules.session_exists(key)
-    return _rules.decode_session(row)
+    return _rows.decode_session(row)
 
 
 async def get_session(conn: Conn, key: SessionKey) -> SessionInfo | None:
@@ -42,7 +42,7 @@ async def get_session(conn: Conn, key: SessionKey) -> SessionInfo | None:
         (key.namespace, key.session_id),
     )
     row = await cur.fetchone()
-    return None if row is None else _rules.decode_session(row)
+    return None if row is None else _rows.decode_session(row)
 
 
 async def list_sessions(
@@ -62,7 +62,7 @@ async def list_sessions(
             "ORDER BY updated_at DESC, session_id DESC LIMIT %s",
             (namespace, namespace, before, limit),
         )
-    return [_rules.decode_session(r) for r in await cur.fetchall()]
+    return [_rows.decode_session(r) for r in await cur.fetchall()]
 
 
 async def update_session(conn: Conn, key: SessionKey, values: dict[str, Any]) -> SessionInfo:
@@ -77,7 +77,7 @@ async def update_session(conn: Conn, key: SessionKey, values: dict[str, Any]) ->
     row = await cur.fetchone()
     if row is None:
         raise _rules.session_not_found(key)
-    return _rules.decode_session(row)
+    return _rows.decode_session(row)
 
 
 async def add_usage(
@@ -95,7 +95,7 @@ async def add_usage(
     )
     row = await cur.fetchone()
     assert row is not None
-    return _rules.decode_session(row)
+    return _rows.decode_session(row)
 
 
 async def reindex(conn: Conn, progress: Callable[[int, int], None] | None) -> int:

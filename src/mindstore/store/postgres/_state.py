@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from mindstore.store import _rules
+from mindstore.store import _rows, _rules
 from mindstore.store._checks import not_found
 from mindstore.store._rules import NewCompaction
 from mindstore.store.base import Compaction, ScopeKey, SessionKey, SkillState
@@ -50,7 +50,7 @@ async def add_compaction(conn: Conn, key: SessionKey, new: NewCompaction) -> Com
             "UPDATE compactions SET superseded_by = %s WHERE id = ANY(%s)", (row[0], supersedes)
         )
     await conn.execute(FORGET_ESTIMATE_SQL, (key.namespace, key.session_id))
-    return _rules.decode_compaction(row)
+    return _rows.decode_compaction(row)
 
 
 async def get_compactions(conn: Conn, key: SessionKey) -> list[Compaction]:
@@ -59,7 +59,7 @@ async def get_compactions(conn: Conn, key: SessionKey) -> list[Compaction]:
         "(SELECT sid FROM sessions WHERE namespace = %s AND session_id = %s) ORDER BY id",
         (key.namespace, key.session_id),
     )
-    return [_rules.decode_compaction(r) for r in await cur.fetchall()]
+    return [_rows.decode_compaction(r) for r in await cur.fetchall()]
 
 
 async def revert_compaction(conn: Conn, key: SessionKey, compaction_id: int) -> Compaction:
@@ -77,7 +77,7 @@ async def revert_compaction(conn: Conn, key: SessionKey, compaction_id: int) -> 
         "UPDATE compactions SET superseded_by = NULL WHERE superseded_by = %s", (compaction_id,)
     )
     await conn.execute(FORGET_ESTIMATE_SQL, (key.namespace, key.session_id))
-    return _rules.decode_compaction(row)
+    return _rows.decode_compaction(row)
 
 
 # ---- context blocks -----------------------------------------------------------------------------
@@ -128,7 +128,7 @@ async def list_blocks(
         " ORDER BY scope = '', label",
         (namespace, session_id or ""),
     )
-    return _rules.decode_blocks(namespace, await cur.fetchall())
+    return _rows.decode_blocks(namespace, await cur.fetchall())
 
 
 # ---- frozen system prompt -----------------------------------------------------------------------
@@ -163,7 +163,7 @@ async def get_skill_states(conn: Conn, key: SessionKey) -> list[SkillState]:
         "WHERE namespace = %s AND session_id = %s ORDER BY created_order",
         (key.namespace, key.session_id),
     )
-    return [_rules.decode_skill_state(r) for r in await cur.fetchall()]
+    return [_rows.decode_skill_state(r) for r in await cur.fetchall()]
 
 
 async def set_skill_loaded(

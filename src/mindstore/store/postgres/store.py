@@ -262,6 +262,7 @@ class PostgresStore(StoreFront, VectorMethods):
     async def _read_snapshot(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         """Run ``fn(conn, *args)``, several reads, in one repeatable-read, read-only
         transaction (one snapshot); see :meth:`.PostgresConnection.read_snapshot`."""
+
         async def run(conn: Conn) -> T:
             return await fn(conn, *args)
 

@@ -9,7 +9,7 @@ import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 
-from mindstore.store import _rules
+from mindstore.store import _rows, _rules
 from mindstore.store._checks import prefix_upper_bound
 from mindstore.store._rules import NewEntry
 from mindstore.store.base import Entry
@@ -58,7 +58,7 @@ def get_entries(conn: sqlite3.Connection, k: Scope, keys: Sequence[str]) -> list
             f"AND key IN ({', '.join('?' * len(chunk))})",
             (*k, *chunk),
         ).fetchall()
-        found.update((r[0], _rules.decode_entry(r, to_datetime)) for r in rows)
+        found.update((r[0], _rows.decode_entry(r, to_datetime)) for r in rows)
     return _rules.in_request_order(keys, found)
 
 
@@ -69,7 +69,7 @@ def list_entries(conn: sqlite3.Connection, k: Scope, limit: int | None) -> list[
         "ORDER BY updated_us DESC, id DESC LIMIT ?",
         (*k, -1 if limit is None else max(0, limit)),
     ).fetchall()
-    return [_rules.decode_entry(r, to_datetime) for r in rows]
+    return [_rows.decode_entry(r, to_datetime) for r in rows]
 
 
 def list_entry_labels(conn: sqlite3.Connection, namespace: str, prefix: str) -> list[str]:

@@ -27,8 +27,9 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from mindstore.store import _rules, failpoints
-from mindstore.store._rules import PreparedMessage, PreparedUpdate, loads, make_stored, message_row
+from mindstore.store import _rows, _rules, failpoints
+from mindstore.store._rows import loads, make_stored, message_row
+from mindstore.store._rules import PreparedMessage, PreparedUpdate
 from mindstore.store.base import UNSET, PathWindow, SessionKey, StoredMessage, TokenEstimate
 from mindstore.store.sqlite import lexical
 from mindstore.store.sqlite._common import forget_estimate, now_us, session_sid, to_datetime
@@ -37,11 +38,11 @@ from mindstore.store.sqlite._common import forget_estimate, now_us, session_sid,
 def _path_builder() -> Callable[[list[Any], str | None], list[StoredMessage]]:
     """The loop that turns path rows into :class:`StoredMessage` objects, root-most first.
 
-    A path read builds thousands of them: this is :func:`~mindstore.store._rules.make_stored`'s
-    slot setting and :func:`~mindstore.store._rules.loads`' decoding inlined into one loop (no
+    A path read builds thousands of them: this is :func:`~mindstore.store._rows.make_stored`'s
+    slot setting and :func:`~mindstore.store._rows.loads`' decoding inlined into one loop (no
     per-row function call), ~10% of a 5,000-message read.
     """
-    setters = [StoredMessage.__dict__.get(n) for n in _rules.STORED_FIELDS]
+    setters = [StoredMessage.__dict__.get(n) for n in _rows.STORED_FIELDS]
     if not all(isinstance(d, types.MemberDescriptorType) for d in setters):
 
         def slow(rows: list[Any], parent_id: str | None) -> list[StoredMessage]:

@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Callable
 
 from mindstore.lexical.collections import entry_collection, message_collection
-from mindstore.store import _rules, failpoints
+from mindstore.store import _rows, _rules, failpoints
 from mindstore.store._rules import NewSession
 from mindstore.store.base import SessionInfo, SessionKey
 from mindstore.store.sqlite import lexical
@@ -26,7 +26,7 @@ def get_session(conn: sqlite3.Connection, key: SessionKey) -> SessionInfo | None
         f"SELECT {_SESSION_COLS} FROM sessions WHERE namespace = ? AND session_id = ?",
         (key.namespace, key.session_id),
     ).fetchone()
-    return None if row is None else _rules.decode_session(row, to_datetime)
+    return None if row is None else _rows.decode_session(row, to_datetime)
 
 
 def _existing(conn: sqlite3.Connection, key: SessionKey) -> SessionInfo:
@@ -69,7 +69,7 @@ def list_sessions(
             "ORDER BY updated_us DESC, session_id DESC LIMIT ?",
             (namespace, cursor[0], cursor[1], limit),
         ).fetchall()
-    return [_rules.decode_session(r, to_datetime) for r in rows]
+    return [_rows.decode_session(r, to_datetime) for r in rows]
 
 
 def update_session(

@@ -6,7 +6,7 @@ import json
 import sqlite3
 from collections.abc import Callable
 
-from mindstore.store import _rules
+from mindstore.store import _rows, _rules
 from mindstore.store._checks import not_found
 from mindstore.store._rules import NewCompaction
 from mindstore.store.base import Compaction, ScopeKey, SessionKey, SkillState
@@ -19,7 +19,7 @@ _PROMPT_SQL = "SELECT prompt FROM prompts WHERE namespace = ? AND session_id = ?
 
 def _compaction(conn: sqlite3.Connection, cid: int) -> Compaction:
     row = conn.execute(f"SELECT {_COMPACTION_COLS} FROM compactions WHERE id = ?", (cid,))
-    return _rules.decode_compaction(row.fetchone(), to_datetime)
+    return _rows.decode_compaction(row.fetchone(), to_datetime)
 
 
 # ---- compaction overlays ------------------------------------------------------------------------
@@ -65,7 +65,7 @@ def get_compactions(conn: sqlite3.Connection, key: SessionKey) -> list[Compactio
         "(SELECT sid FROM sessions WHERE namespace = ? AND session_id = ?) ORDER BY id",
         (key.namespace, key.session_id),
     ).fetchall()
-    return [_rules.decode_compaction(r, to_datetime) for r in rows]
+    return [_rows.decode_compaction(r, to_datetime) for r in rows]
 
 
 def revert_compaction(conn: sqlite3.Connection, key: SessionKey, compaction_id: int) -> Compaction:
@@ -121,7 +121,7 @@ def list_blocks(
         " ORDER BY scope = '', label",
         (namespace, session_id or ""),
     ).fetchall()
-    return _rules.decode_blocks(namespace, rows)
+    return _rows.decode_blocks(namespace, rows)
 
 
 # ---- frozen system prompt -----------------------------------------------------------------------
@@ -151,7 +151,7 @@ def get_skill_states(conn: sqlite3.Connection, key: SessionKey) -> list[SkillSta
         "WHERE namespace = ? AND session_id = ? ORDER BY rowid",
         (key.namespace, key.session_id),
     ).fetchall()
-    return [_rules.decode_skill_state(r) for r in rows]
+    return [_rows.decode_skill_state(r) for r in rows]
 
 
 def set_skill_loaded(
