@@ -120,7 +120,7 @@ class PostgresStore(StoreFront, VectorMethods):
         self._dsn = dsn
         self._embedder = check_embedder(embedder)
         self._vectors: PostgresVectors | None = (
-            PostgresVectors(self, self._embedder, vector_index) if self._embedder else None
+            PostgresVectors(self._db, self._embedder, vector_index) if self._embedder else None
         )
 
     @staticmethod

@@ -32,7 +32,7 @@ from mindstore.store._vectors import EmbedsPending, PendingRow, message_text, qu
 from mindstore.vectors import VectorIndex, decode_vector, semantic_snippet
 
 if TYPE_CHECKING:
-    from mindstore.store.postgres.store import Conn, PostgresStore
+    from mindstore.store.postgres._connection import Conn, PostgresConnection
 
 __all__ = ["PostgresVectors"]
 
@@ -64,8 +64,8 @@ def _halfvec(blob: bytes) -> str:
 
 
 class PostgresVectors(EmbedsPending):
-    def __init__(self, store: PostgresStore, embedder: Embedder, vector_index: str) -> None:
-        self._store = store
+    def __init__(self, db: PostgresConnection, embedder: Embedder, vector_index: str) -> None:
+        self._db = db
         self.embedder = embedder
         self._cache: dict[str, VectorIndex] = {}
         self._params = {"model": embedder.name, "dims": embedder.dimensions}
@@ -112,14 +112,14 @@ class PostgresVectors(EmbedsPending):
         error: Exception | None = None
         try:
             if read_only:
-                ok = await self._store._read(has_extension)
+                ok = await self._db.read(has_extension)
                 if ok:
-                    row = await self._store._fetchone(
+                    row = await self._db.fetchone(
                         "SELECT to_regclass('message_vectors_hnsw') IS NOT NULL", ()
                     )
                     ok = bool(row and row[0])
             else:
-                await self._store._write(create)
+                await self._db.write(create)
                 ok = True
         except Exception as exc:  # no pgvector here, or no right to create it
             ok, error = False, exc
@@ -144,7 +144,7 @@ class PostgresVectors(EmbedsPending):
     async def _backfill(self) -> None:
         """Vectors written while the HNSW table did not exist get their halfvec rows."""
         while True:
-            rows = await self._store._fetchall(
+            rows = await self._db.fetchall(
                 "SELECT v.seq, v.namespace, v.vector FROM message_vectors v "
                 "WHERE v.model = %(model)s AND v.dims = %(dims)s AND v.vector IS NOT NULL "
                 "AND NOT EXISTS (SELECT 1 FROM message_vectors_hnsw h WHERE h.seq = v.seq) "
@@ -174,14 +174,14 @@ class PostgresVectors(EmbedsPending):
                         ],
                     )
 
-            await self._store._write(run)
+            await self._db.write(run)
 
     async def pending_count(self) -> int:
-        row = await self._store._fetchone("SELECT count(*) " + _PENDING, self._params)
+        row = await self._db.fetchone("SELECT count(*) " + _PENDING, self._params)
         return int(row[0])
 
     async def _fetch(self, n: int) -> list[PendingRow]:
-        rows = await self._store._fetchall(
+        rows = await self._db.fetchall(
             "SELECT m.seq, m.content, p.content " + _PENDING + " ORDER BY m.seq LIMIT %(n)s",
             {**self._params, "n": n},
         )
@@ -228,24 +228,24 @@ class PostgresVectors(EmbedsPending):
                         )
             return written
 
-        return await self._store._write(run)
+        return await self._db.write(run)
 
     async def drop_vectors(self) -> int:
         async def run(conn: Conn) -> int:
             cur = await conn.execute("DELETE FROM message_vectors")
             return max(cur.rowcount, 0)
 
-        return await self._store._write(run)
+        return await self._db.write(run)
 
     async def _index(self, namespace: str) -> VectorIndex:
-        row = await self._store._fetchone(
+        row = await self._db.fetchone(
             "SELECT generation FROM vector_generations WHERE namespace = %s", (namespace,)
         )
         generation = int(row[0]) if row else 0
         cached = self._cache.get(namespace)
         if cached is not None and cached.generation == generation:
             return cached
-        rows = await self._store._fetchall(
+        rows = await self._db.fetchall(
             "SELECT v.seq, s.session_id, v.vector FROM message_vectors v "
             "JOIN messages m ON m.seq = v.seq JOIN sessions s ON s.sid = m.sid "
             "WHERE v.namespace = %(ns)s AND v.model = %(model)s AND v.dims = %(dims)s "
@@ -292,7 +292,7 @@ class PostgresVectors(EmbedsPending):
             # relaxed_order may return a few out of order: sort as the exact path does
             return sorted(((int(r[0]), float(r[1])) for r in rows), key=lambda h: (-h[1], -h[0]))
 
-        return await self._store._write(run)
+        return await self._db.write(run)
 
     async def search_vector(
         self,
@@ -310,7 +310,7 @@ class PostgresVectors(EmbedsPending):
             return []
         rows: dict[int, Any] = {
             r[0]: r
-            for r in await self._store._fetchall(
+            for r in await self._db.fetchall(
                 "SELECT m.seq, s.session_id, m.id, m.role, m.content, m.created_at "
                 "FROM messages m JOIN sessions s ON s.sid = m.sid WHERE m.seq = ANY(%s)",
                 ([k for k, _ in hits],),

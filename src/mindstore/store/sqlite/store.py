@@ -138,7 +138,7 @@ class SQLiteStore(StoreFront, VectorMethods):
         )
         self._embedder = check_embedder(embedder)
         self._vectors: SQLiteVectors | None = (
-            SQLiteVectors(self, self._embedder) if self._embedder else None
+            SQLiteVectors(self._db, self._embedder) if self._embedder else None
         )
 
     def __repr__(self) -> str:

@@ -22,7 +22,7 @@ from mindstore.store._vectors import EmbedsPending, PendingRow, message_text, qu
 from mindstore.vectors import VectorIndex, semantic_snippet
 
 if TYPE_CHECKING:
-    from mindstore.store.sqlite.store import SQLiteStore
+    from mindstore.store.sqlite._connection import SQLiteConnection
 
 __all__ = ["SQLiteVectors"]
 
@@ -30,10 +30,10 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class SQLiteVectors(EmbedsPending):
-    """Embedding and k-NN for one :class:`SQLiteStore` (it owns the connection and the lock)."""
+    """Embedding and k-NN for one SQLite store, on its connection (which owns the lock)."""
 
-    def __init__(self, store: SQLiteStore, embedder: Embedder) -> None:
-        self._store = store
+    def __init__(self, db: SQLiteConnection, embedder: Embedder) -> None:
+        self._db = db
         self.embedder = embedder
         self._cache: dict[str, VectorIndex] = {}
 
@@ -46,14 +46,14 @@ class SQLiteVectors(EmbedsPending):
         )
 
     async def pending_count(self) -> int:
-        with self._store._tx(write=False) as conn:
+        with self._db.tx(write=False) as conn:
             row = conn.execute(
                 self._pending_sql("count(*)"), (self.embedder.name, self.embedder.dimensions)
             ).fetchone()
         return int(row[0])
 
     def _fetch(self, n: int) -> list[PendingRow]:
-        with self._store._tx(write=False) as conn:
+        with self._db.tx(write=False) as conn:
             rows = conn.execute(
                 self._pending_sql("m.seq, m.content, p.content") + " ORDER BY m.seq LIMIT ?",
                 (self.embedder.name, self.embedder.dimensions, n),
@@ -62,7 +62,7 @@ class SQLiteVectors(EmbedsPending):
 
     def _write(self, rows: list[tuple[PendingRow, bytes | None]]) -> int:
         written = 0
-        with self._store._tx(write=True) as conn:
+        with self._db.tx(write=True) as conn:
             for row, blob in rows:
                 cur = conn.execute(
                     "SELECT s.namespace, m.content, p.content FROM messages m "
@@ -82,11 +82,11 @@ class SQLiteVectors(EmbedsPending):
 
     async def drop_vectors(self) -> int:
         """Delete every vector row (``mindstore embed --rebuild``); returns how many."""
-        with self._store._tx(write=True) as conn:
+        with self._db.tx(write=True) as conn:
             return int(conn.execute("DELETE FROM message_vectors").rowcount)
 
     def _index(self, namespace: str) -> VectorIndex:
-        with self._store._tx(write=False) as conn:
+        with self._db.tx(write=False) as conn:
             row = conn.execute(
                 "SELECT generation FROM vector_generations WHERE namespace = ?", (namespace,)
             ).fetchone()
@@ -129,7 +129,7 @@ class SQLiteVectors(EmbedsPending):
         hits = self._index(namespace).search(vector, limit, session_ids)
         if not hits:
             return []
-        with self._store._tx(write=False) as conn:
+        with self._db.tx(write=False) as conn:
             rows = {
                 r[0]: r
                 for r in conn.execute(
