@@ -178,10 +178,8 @@ class StoreFront:
         """See :meth:`mindstore.store.base.Store.path_window`."""
         check_key(key)
         _rules.check_leaf_id(leaf_id)
-        _rules.check_window(max_tokens, max_bytes, min_messages)
-        return await self._read(
-            self._domains.messages.path_window, key, leaf_id, max_tokens, max_bytes, min_messages
-        )
+        window = _rules.check_window(max_tokens, max_bytes, min_messages)
+        return await self._read(self._domains.messages.path_window, key, leaf_id, window)
 
     async def path_length(self, key: SessionKey, leaf_id: str | None) -> int:
         """See :meth:`mindstore.store.base.Store.path_length`."""

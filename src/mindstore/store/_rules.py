@@ -194,12 +194,17 @@ def check_leaf_id(leaf_id: str | None) -> None:
         check_id(leaf_id, "leaf_id")
 
 
-def check_window(max_tokens: int | None, max_bytes: int | None, min_messages: int) -> None:
+Window = tuple[int | None, int | None, int]
+"""A checked path-window budget: ``(max_tokens, max_bytes, min_messages)``."""
+
+
+def check_window(max_tokens: int | None, max_bytes: int | None, min_messages: int) -> Window:
     """The budget of a path window: integers (None: no limit on that measure)."""
     for name, value in (("max_tokens", max_tokens), ("max_bytes", max_bytes)):
         if value is not None:
             check_int(value, name)
     check_int(min_messages, "min_messages")
+    return (max_tokens, max_bytes, min_messages)
 
 
 def token_estimate_params(

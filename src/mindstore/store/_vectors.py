@@ -23,6 +23,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from mindstore._async import maybe_await
 from mindstore.embeddings import Embedder, embed_batch
 from mindstore.errors import EmbeddingError
 from mindstore.search import SearchResult, index_text
@@ -191,6 +192,28 @@ class EmbedsPending:
 
     def _write(self, rows: list[tuple[PendingRow, bytes | None]]) -> int | Awaitable[int]:
         raise NotImplementedError
+
+    def search_vector(
+        self,
+        namespace: str,
+        vector: Sequence[float],
+        *,
+        session_ids: Sequence[str] | None,
+        limit: int,
+    ) -> list[SearchResult] | Awaitable[list[SearchResult]]:
+        """k-NN of ``vector`` among the namespace's current vectors (sync on SQLite)."""
+        raise NotImplementedError
+
+    async def search(
+        self, namespace: str, query: str, *, session_ids: Sequence[str] | None, limit: int
+    ) -> list[SearchResult]:
+        """k-NN of ``query``'s embedding in ``namespace`` (optionally ``session_ids``)."""
+        if limit <= 0 or not query.strip():
+            return []
+        vector = await query_vector(self.embedder, query)
+        return await maybe_await(
+            self.search_vector(namespace, vector, session_ids=session_ids, limit=limit)
+        )
 
     async def embed_pending(
         self,

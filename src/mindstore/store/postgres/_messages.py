@@ -468,13 +468,10 @@ async def path(conn: Conn, key: SessionKey, leaf_id: str | None) -> list[StoredM
 
 
 async def path_window(
-    conn: Conn,
-    key: SessionKey,
-    leaf_id: str | None,
-    max_tokens: int | None,
-    max_bytes: int | None,
-    min_messages: int,
+    conn: Conn, key: SessionKey, leaf_id: str | None, window: _rules.Window
 ) -> PathWindow:
+    """``window``: :func:`mindstore.store._rules.check_window`."""
+    max_tokens, max_bytes, min_messages = window
     leaf_sql, params = _leaf_sql(key, leaf_id)
     params.append(max(1, min_messages))
     budget = []

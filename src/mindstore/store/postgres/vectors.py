@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from mindstore.embeddings import Embedder
 from mindstore.errors import StoreError
 from mindstore.search import SearchResult, search_result
-from mindstore.store._vectors import EmbedsPending, PendingRow, message_text, query_vector
+from mindstore.store._vectors import EmbedsPending, PendingRow, message_text
 from mindstore.vectors import VectorIndex, decode_vector, semantic_snippet
 
 if TYPE_CHECKING:
@@ -257,19 +257,6 @@ class PostgresVectors(EmbedsPending):
         )
         self._cache[namespace] = index
         return index
-
-    async def search(
-        self,
-        namespace: str,
-        query: str,
-        *,
-        session_ids: Sequence[str] | None,
-        limit: int,
-    ) -> list[SearchResult]:
-        if limit <= 0 or not query.strip():
-            return []
-        vector = await query_vector(self.embedder, query)
-        return await self.search_vector(namespace, vector, session_ids=session_ids, limit=limit)
 
     async def _hnsw_search(
         self, namespace: str, vector: Sequence[float], limit: int

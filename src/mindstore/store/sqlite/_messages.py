@@ -387,13 +387,10 @@ def path(conn: sqlite3.Connection, key: SessionKey, leaf_id: str | None) -> list
 
 
 def path_window(
-    conn: sqlite3.Connection,
-    key: SessionKey,
-    leaf_id: str | None,
-    max_tokens: int | None,
-    max_bytes: int | None,
-    min_messages: int,
+    conn: sqlite3.Connection, key: SessionKey, leaf_id: str | None, window: _rules.Window
 ) -> PathWindow:
+    """``window``: :func:`mindstore.store._rules.check_window`."""
+    max_tokens, max_bytes, min_messages = window
     with _snapshot(conn):
         target = _path_target(conn, key, leaf_id)
         if target is None:
@@ -416,9 +413,9 @@ def path_window(
             used_tokens += tokens
             used_bytes += nbytes
             n += 1
-        window = _path_rows(conn, target, None if n == len(sizes) else n)
+        rows = _path_rows(conn, target, None if n == len(sizes) else n)
     return PathWindow(
-        messages=window,
+        messages=rows,
         truncated=n < len(sizes),
         total_tokens=total_tokens,
         total_bytes=total_bytes,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from mindstore.embeddings import Embedder
 from mindstore.search import SearchResult, search_result
-from mindstore.store._vectors import EmbedsPending, PendingRow, message_text, query_vector
+from mindstore.store._vectors import EmbedsPending, PendingRow, message_text
 from mindstore.vectors import VectorIndex, semantic_snippet
 
 if TYPE_CHECKING:
@@ -104,19 +104,6 @@ class SQLiteVectors(EmbedsPending):
         index = VectorIndex.build(rows, self.embedder.dimensions, generation)
         self._cache[namespace] = index
         return index
-
-    async def search(
-        self,
-        namespace: str,
-        query: str,
-        *,
-        session_ids: Sequence[str] | None,
-        limit: int,
-    ) -> list[SearchResult]:
-        if limit <= 0 or not query.strip():
-            return []
-        vector = await query_vector(self.embedder, query)
-        return self.search_vector(namespace, vector, session_ids=session_ids, limit=limit)
 
     def search_vector(
         self,
