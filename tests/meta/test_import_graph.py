@@ -199,3 +199,53 @@ def test_acyclic_graphs_and_small_cycles() -> None:
     assert tangles(graph) == [frozenset({"a", "b"}), frozenset({"c", "d"})]
     assert cycle_through(graph, frozenset({"a", "b"})) == ["a", "b", "a"]
     assert "a -> b -> a" in _describe(graph, frozenset({"a", "b"}))
+
+
+# ---- the layer rules of docs/architecture.md ---------------------------------------------------
+PURE = (
+    "mindstore._async",
+    "mindstore.compaction.overlays",
+    "mindstore.errors",
+    "mindstore.formats",
+    "mindstore.lexical",
+    "mindstore.messages",
+    "mindstore.prompt",
+    "mindstore.search",
+    "mindstore.store._checks",
+    "mindstore.store._rows",
+    "mindstore.store._rules",
+    "mindstore.store.failpoints",
+    "mindstore.store.types",
+    "mindstore.tokens",
+    "mindstore.vectors",
+)
+BACKENDS = ("mindstore.store.sqlite", "mindstore.store.postgres")
+# Who may name a backend: open_store, the blocking twins, and the entry points that open files.
+MAY_OPEN_BACKENDS = ("mindstore.store", "mindstore.sync", "mindstore.cli", "mindstore.viewer")
+
+
+def _within(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def test_pure_modules_import_only_pure_modules() -> None:
+    graph = import_graph()
+    bad = {
+        m: sorted(d for d in deps if not _within(d, PURE))
+        for m, deps in graph.items()
+        if _within(m, PURE)
+    }
+    assert not {m: d for m, d in bad.items() if d}, "pure modules must stay pure (no I/O layers)"
+
+
+def test_only_the_named_modules_import_a_backend() -> None:
+    graph = import_graph()
+    bad = {
+        m: sorted(d for d in deps if _within(d, BACKENDS))
+        for m, deps in graph.items()
+        if not _within(m, BACKENDS)
+        and not (m == "mindstore.store" or _within(m, MAY_OPEN_BACKENDS[1:]))
+    }
+    assert not {m: d for m, d in bad.items() if d}, (
+        "only open_store, sync, cli and viewer open backends"
+    )

@@ -46,7 +46,7 @@ from typing import Any
 from mindstore.errors import InvalidMessageError, MindstoreError
 from mindstore.messages import validate_message
 from mindstore.store._checks import check_entry_key, check_name, check_text, metadata_json
-from mindstore.store.base import (
+from mindstore.store.types import (
     Compaction,
     NewMessage,
     ScopeKey,
