@@ -234,3 +234,36 @@ async def _pg_tables(conn: Any, schema: str | None) -> list[str]:
         (schema,),
     )
     return [r[0] for r in await cur.fetchall()]
+
+
+async def dump_tables(backend: str, location: Any) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table (as tuples of cells), keyed by table name, read through a
+    plain connection of the test's own (``location``: see ``backends.database_location``)."""
+    out: dict[str, list[tuple[Any, ...]]] = {}
+    if backend == "sqlite":
+        import sqlite3
+
+        conn = sqlite3.connect(location)
+        try:
+            names = [
+                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            ]
+            for name in names:
+                out[name] = [tuple(r) for r in conn.execute(f'SELECT * FROM "{name}"')]
+        finally:
+            conn.close()
+        return out
+    import psycopg
+
+    url, schema = location
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        cur = await conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
+            (schema,),
+        )
+        names = [r[0] for r in await cur.fetchall()]
+        for name in names:
+            # the row as text: every column, tsvectors included, in one comparable string
+            cur = await conn.execute(f'SELECT t::text FROM "{schema}"."{name}" t')
+            out[name] = [tuple(r) for r in await cur.fetchall()]
+    return out

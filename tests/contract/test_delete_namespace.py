@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from backends import close_test_store, database_location, open_test_store
+from backends import close_test_store, database_location, dump_tables, open_test_store
 from mindstore.context.providers import StoreSearchProvider, StoreSkillProvider
 from mindstore.manager import SessionManager
 from mindstore.store import failpoints
@@ -111,39 +111,6 @@ def _mentions(value: Any, word: str) -> bool:
     return word in str(value)
 
 
-async def dump_tables(backend: str, location: Any) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of every table (as tuples of cells), keyed by table name, read through a
-    plain connection of the test's own (``location``: see ``backends.database_location``)."""
-    out: dict[str, list[tuple[Any, ...]]] = {}
-    if backend == "sqlite":
-        import sqlite3
-
-        conn = sqlite3.connect(location)
-        try:
-            names = [
-                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-            ]
-            for name in names:
-                out[name] = [tuple(r) for r in conn.execute(f'SELECT * FROM "{name}"')]
-        finally:
-            conn.close()
-        return out
-    import psycopg
-
-    url, schema = location
-    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        cur = await conn.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
-            (schema,),
-        )
-        names = [r[0] for r in await cur.fetchall()]
-        for name in names:
-            # the row as text: every column, tsvectors included, in one comparable string
-            cur = await conn.execute(f'SELECT t::text FROM "{schema}"."{name}" t')
-            out[name] = [tuple(r) for r in await cur.fetchall()]
-    return out
-
-
 @pytest.fixture
 async def opened(backend: str, tmp_path: Path) -> Any:
     """The store and where its database is (for :func:`dump_tables`)."""
@@ -196,19 +163,6 @@ async def test_delete_namespace_removes_every_row_and_keeps_others(
             f"{table}: rows of other namespaces changed"
         )
         assert any(_mentions(r, KEPT) for r in rows), f"{table} lost the other namespace"
-
-    if backend == "sqlite":
-        import sqlite3
-
-        conn = sqlite3.connect(location)
-        try:
-            # no index row or statistic of the deleted namespace is left (its words appear in
-            # the collection name and in the keys)
-            for table in ("search_terms", "search_pending", "search_stats"):
-                rows = conn.execute(f"SELECT * FROM {table}").fetchall()
-                assert not [r for r in rows if _mentions(r, GONE)], table
-        finally:
-            conn.close()
 
     # the other namespace still works in full; the deleted one is empty and usable again
     assert [r.text for r in await kept.search(KEPT)]

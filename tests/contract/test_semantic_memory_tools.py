@@ -151,7 +151,7 @@ async def test_pgvector_stores_in_two_schemas_of_one_database(tmp_path: Path) ->
         second, t2 = await open_any("pgvector", tmp_path, embedder=HashEmbedder())
         try:
             for store in (first, second):
-                assert store._vectors.hnsw is True  # type: ignore[attr-defined]
+                assert store.vector_index == "pgvector"
                 s = Session.create(store, "s1")
                 await s.append_message(text("a", "the billing service was deployed"))
                 await s.append_message(text("b", "lunch was pasta", "assistant"))
