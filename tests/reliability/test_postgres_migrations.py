@@ -147,3 +147,58 @@ async def test_v4_schema_migrates_with_every_message_searchable() -> None:
             await store.aclose()
     finally:
         await drop_schema(url, schema)
+
+
+async def test_v9_lexical_rows_keep_their_unique_key_which_becomes_covering() -> None:
+    """m010 swaps the lexical primary key for a covering one on a populated schema: the rows
+    stay, the key stays unique and now carries every other column (index-only reads)."""
+    import psycopg
+
+    from mindstore.store.postgres import PostgresStore
+    from mindstore.store.postgres.migrations import LATEST_VERSION
+
+    url = postgres_url_or_skip()
+    schema = new_schema_name()
+    a = [_msg("a1", "The deployment to kubernetes failed"), _msg("a2", "deployment again")]
+    try:
+        await _make_v4(url, schema, {"a": a})
+        store = await PostgresStore.open(url, schema=schema, min_size=1, max_size=1)
+        await store.aclose()
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            await conn.execute(f'SET search_path TO "{schema}"')
+            # back to version 9: the primary key m008 made, as a database written then has it
+            await conn.execute(
+                "ALTER TABLE search_terms DROP CONSTRAINT search_terms_pkey,"
+                " ADD PRIMARY KEY (coll, kind, key, doc)"
+            )
+            await conn.execute("UPDATE mindstore_schema SET version = 9")
+            cur = await conn.execute("SELECT count(*) FROM search_terms")
+            before = await cur.fetchone()
+        store = await PostgresStore.open(url, schema=schema, min_size=1, max_size=1)
+        try:
+            assert (await store.stats())["schema_version"] == LATEST_VERSION == 10
+            hits = await store.search("default", parse_query("deployment"))
+            assert sorted(h.message_id for h in hits) == ["a1", "a2"]
+        finally:
+            await store.aclose()
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            await conn.execute(f'SET search_path TO "{schema}"')
+            cur = await conn.execute("SELECT count(*) FROM search_terms")
+            assert await cur.fetchone() == before
+            cur = await conn.execute(
+                "SELECT i.indnkeyatts, i.indnatts FROM pg_index i JOIN pg_class c"
+                " ON c.oid = i.indexrelid WHERE c.relname = 'search_terms_pkey'"
+                " AND i.indisprimary AND c.relnamespace = %s::regnamespace",
+                (schema,),
+            )
+            assert await cur.fetchall() == [(4, 8)]
+            cur = await conn.execute(
+                "SELECT count(*) FROM pg_indexes WHERE schemaname = %s"
+                " AND tablename = 'search_terms'",
+                (schema,),
+            )
+            assert await cur.fetchone() == (2,)  # the key and (coll, doc): nothing doubled
+            with pytest.raises(psycopg.errors.UniqueViolation):
+                await conn.execute("INSERT INTO search_terms SELECT * FROM search_terms LIMIT 1")
+    finally:
+        await drop_schema(url, schema)

@@ -10,9 +10,10 @@ the append transaction has locked anyway, so concurrent appenders never wait on 
 counter. Functions here run inside the caller's transaction.
 
 Index rows are read with one primary-key probe per key (or per (key, document) pair), spelled
-as lateral joins so no planner estimate can turn them into a scan of the collection. A search
-on a freshly loaded table pays a heap visit per row read or counted until autovacuum has set
-the visibility map (index-only counting); that, not the Python side, is where its time goes.
+as lateral joins so no planner estimate can turn them into a scan of the collection. The
+primary key carries every other column as INCLUDE payload, so reads and document-frequency
+counts are index-only scans where the visibility map is set (autovacuum); rows of a freshly
+loaded table still cost a heap visit each until then.
 """
 
 from __future__ import annotations

@@ -365,6 +365,20 @@ m009_message_vectors: Final = [
     """,
 ]
 
+# Why: a search reads every row of its keys (doc, part and the term statistics), and with the
+# statistics only in the heap each row cost a heap visit: the primary key becomes a covering
+# index (the same unique key, the row's other columns as INCLUDE payload), so the lookups and
+# the document-frequency counts are index-only scans once the visibility map is set (autovacuum).
+# Swapped in place, not added beside the old key: a second index of that size would double the
+# index writes of every append. Uniqueness is unchanged (same key columns); the swap runs in the
+# migration's transaction, so no moment exists without the constraint.
+m010_covering_terms: Final = [
+    "CREATE UNIQUE INDEX IF NOT EXISTS search_terms_covering ON search_terms"
+    " (coll, kind, key, doc) INCLUDE (part, tf, ctx, dl)",
+    "ALTER TABLE search_terms DROP CONSTRAINT search_terms_pkey,"
+    " ADD CONSTRAINT search_terms_pkey PRIMARY KEY USING INDEX search_terms_covering",
+]
+
 MIGRATIONS: Final[list[tuple[int, str, list[str]]]] = [
     (1, "m001_message_tree", m001_message_tree),
     (2, "m002_message_search", m002_message_search),
@@ -375,6 +389,7 @@ MIGRATIONS: Final[list[tuple[int, str, list[str]]]] = [
     (7, "m007_token_estimates", m007_token_estimates),
     (8, "m008_lexical_index", m008_lexical_index),
     (9, "m009_message_vectors", m009_message_vectors),
+    (10, "m010_covering_terms", m010_covering_terms),
 ]
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]
