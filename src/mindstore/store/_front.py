@@ -18,6 +18,7 @@ A backend subclasses :class:`StoreFront` and provides the three runners, ``_doma
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from types import ModuleType, TracebackType
@@ -65,7 +66,7 @@ class Domains(NamedTuple):
     registry: ModuleType
 
 
-class StoreFront:
+class StoreFront(ABC):
     """The :class:`~mindstore.store.base.Store` methods, written once for every backend."""
 
     _domains: ClassVar[Domains]
@@ -73,21 +74,21 @@ class StoreFront:
     #: the index rows with the insert; SQLite's domain code indexes inside the transaction).
     _index_in_prepare: ClassVar[bool] = False
 
+    @abstractmethod
     async def _write(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run ``fn(conn, *args)`` in one write transaction."""
-        raise NotImplementedError
 
+    @abstractmethod
     async def _read(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run ``fn(conn, *args)`` as a read."""
-        raise NotImplementedError
 
+    @abstractmethod
     async def _read_snapshot(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run ``fn(conn, *args)``, several reads, in one snapshot."""
-        raise NotImplementedError
 
+    @abstractmethod
     async def aclose(self) -> None:
         """Close the store (the backend's connection or pool)."""
-        raise NotImplementedError
 
     async def __aexit__(
         self,

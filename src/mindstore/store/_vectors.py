@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
@@ -180,19 +181,22 @@ async def run_embed_pending(
     return done
 
 
-class EmbedsPending:
+class EmbedsPending(ABC):
     """``embed_pending`` for a backend's vector store: the backend gives ``embedder`` and its
     ``_fetch`` (pending rows) / ``_write`` (one batch in one transaction); the loop is
     :func:`run_embed_pending`, the same on every backend."""
 
     embedder: Embedder
 
+    @abstractmethod
     def _fetch(self, n: int) -> Sequence[PendingRow] | Awaitable[Sequence[PendingRow]]:
-        raise NotImplementedError
+        """Up to ``n`` pending rows."""
 
+    @abstractmethod
     def _write(self, rows: list[tuple[PendingRow, bytes | None]]) -> int | Awaitable[int]:
-        raise NotImplementedError
+        """Store one batch of vectors in one transaction; the number written."""
 
+    @abstractmethod
     def search_vector(
         self,
         namespace: str,
@@ -202,7 +206,6 @@ class EmbedsPending:
         limit: int,
     ) -> list[SearchResult] | Awaitable[list[SearchResult]]:
         """k-NN of ``vector`` among the namespace's current vectors (sync on SQLite)."""
-        raise NotImplementedError
 
     async def search(
         self, namespace: str, query: str, *, session_ids: Sequence[str] | None, limit: int
