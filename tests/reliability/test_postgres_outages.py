@@ -66,6 +66,12 @@ async def _block_commits(admin: Any) -> None:
     acknowledgement withheld): the backend can then be cut off between commit and reply."""
     await admin.execute("ALTER SYSTEM SET synchronous_standby_names = 'nobody'")
     await admin.execute("SELECT pg_reload_conf()")
+    # The reload reaches the backends asynchronously: wait until this backend sees it (the
+    # postmaster signals every backend together), so the next COMMIT elsewhere waits too.
+    await _wait_for_row(
+        admin,
+        "SELECT 1 FROM pg_settings WHERE name = 'synchronous_standby_names' AND setting = 'nobody'",
+    )
 
 
 async def _unblock_commits(admin: Any) -> None:
