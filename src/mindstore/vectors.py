@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -53,6 +54,10 @@ CANDIDATES = 30
 the LoCoMo development half at weight 0.4: pools of 20, 30, 40, 50 and 100 score 0.736, 0.738,
 0.736, 0.733, 0.733; a larger pool also costs latency (the lexical search's snippets scale with
 the candidates)."""
+
+THREAD_SCAN_AT = 1_000_000
+"""Matrix cells (vectors × dimensions) from which a scan runs in a worker thread: ~2,600
+384-d vectors, a scan of ~0.3 ms (about three thread hops)."""
 
 
 def _np() -> Any:
@@ -142,6 +147,16 @@ class VectorIndex:
     def __len__(self) -> int:
         return int(self.keys.shape[0])
 
+    async def asearch(
+        self, query: Sequence[float], k: int, session_ids: Sequence[str] | None = None
+    ) -> list[tuple[int, float]]:
+        """:meth:`search` in a worker thread when the scan is big (numpy releases the GIL: a
+        hybrid search's lexical half runs meanwhile), inline when it is small (the thread
+        hop would cost more than the scan)."""
+        if self.matrix.size < THREAD_SCAN_AT:
+            return self.search(query, k, session_ids)
+        return await asyncio.to_thread(self.search, query, k, session_ids)
+
     def search(
         self, query: Sequence[float], k: int, session_ids: Sequence[str] | None = None
     ) -> list[tuple[int, float]]:
@@ -174,12 +189,29 @@ class VectorIndex:
         k = min(k, len(scores))
         if k < len(scores):
             # every row scoring at least the k-th best, so ties at the cut go by key as well
-            kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
-            top = np.flatnonzero(scores >= kth)
+            top = np.flatnonzero(scores >= kth_best(scores, k))
         else:
             top = np.arange(len(scores))
         order = top[np.lexsort((-keys[top], -scores[top]))][:k]
         return [(int(keys[i]), float(scores[i])) for i in order.tolist()]
+
+
+def kth_best(scores: Any, k: int) -> float:
+    """The ``k``-th largest of ``scores`` (1 ≤ k ≤ len), exactly. Over a big array it first
+    takes each block of :data:`BLOCK` scores' maximum: the k-th best block maximum is a lower
+    bound of the answer (k rows reach it), so only the scores at or above it are partitioned —
+    ~0.2 ms instead of ~1.5 ms for 100,000 scores."""
+    np = _np()
+    n = len(scores)
+    m = n // BLOCK
+    if m >= 4 * k:
+        maxima = scores[: m * BLOCK].reshape(m, BLOCK).max(axis=1)
+        bound = np.partition(maxima, m - k)[m - k]
+        scores = scores[scores >= bound]
+    return float(np.partition(scores, len(scores) - k)[len(scores) - k])
+
+
+BLOCK = 64
 
 
 def semantic_snippet(text: str, limit: int = SNIPPET_CHARS) -> str:

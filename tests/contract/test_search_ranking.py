@@ -311,6 +311,39 @@ async def test_long_queries_over_common_words_are_pruned_but_find_the_rare_match
     assert len(hits) == 5
 
 
+async def test_a_query_of_only_common_words_reads_a_recent_sample(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When every word of a query is in more than ROW_BUDGET messages, the search ranks the
+    most recent SAMPLE_ROWS messages holding the rarest of them (plus, on SQLite, documents
+    not yet moved into the index), not all of them: bounded work. Budgets shrunk so a small
+    namespace shows it. The old messages are the best BM25 matches (short), so exact ranking
+    would return them; a word only they hold still finds them."""
+    from mindstore.lexical import bm25
+
+    monkeypatch.setattr(bm25, "ROW_BUDGET", 40)
+    monkeypatch.setattr(bm25, "PRUNED_BUDGET", 40)
+    monkeypatch.setattr(bm25, "COUNT_BUDGET", 160)
+    monkeypatch.setattr(bm25, "SAMPLE_ROWS", 10)
+    key = SessionKey(namespace="sampled", session_id="s")
+    filler = " ".join(f"filler{j}" for j in range(20))
+    msgs = [
+        NewMessage(
+            message=text_msg(f"m{i}", f"alpha beta old{i}" if i < 150 else f"alpha {filler} beta"),
+            tokens=1,
+        )
+        for i in range(300)
+    ]
+    await store.append(key, msgs)
+    m = SessionManager(store, namespace="sampled")
+    for text, match in (("alpha beta", "any"), ("alpha beta", "all"), ("beta", "any")):
+        hits = await m.search(text, limit=20, match=match)
+        assert hits, (text, match)
+        assert all(int(h.message_id[1:]) >= 150 for h in hits), (text, match, ids(hits))
+    assert ids(await m.search("alpha beta old7", limit=1)) == ["m7"]
+    assert ids(await m.search('"beta old8"')) == ["m8"]
+
+
 async def test_index_stays_exact_across_batched_index_writes(store: Store) -> None:
     """SQLite keeps new documents in a pending table and moves them to the index in batches
     (lexical.FLUSH_AT): searches, deletes and updates see both; statistics follow."""

@@ -170,6 +170,13 @@ async def test_modes_and_hybrid_fusion(vstore: Any) -> None:
     assert set(ids) == {"lex", "other"}
     assert all(h.snippet for h in hybrid)
     assert all(0.0 <= h.score <= 1.0 for h in hybrid)
+    # the lexical hits' snippets are made after fusion, for the results returned only: the
+    # same snippets as a lexical search gives
+    by_id = {
+        h.message_id: h.snippet for h in await s.search("deploy billing pasta", mode="lexical")
+    }
+    assert all(h.snippet == by_id[h.message_id] for h in hybrid if h.message_id in by_id)
+    assert "[deploying]" in by_id["lex"]
     lexical = await s.search("deploy", mode="lexical")
     assert lexical[0].message_id == "lex"
     # only lexical matches "deploy" to "deploying" (stemmed): the bag-of-words vectors share

@@ -77,6 +77,11 @@ def test_planner_is_exact_iff_the_rows_fit_and_counting_is_bounded(
             # the rarest words are read in full, within the budget
             assert sum(freq[k] for k in plan.full) <= bm25.PRUNED_BUDGET
             assert min(freq[k] for k in plan.full) == min(dfs)
+    # every word common: the anchor's most recent documents only; never sampled otherwise
+    if min(dfs) > bm25.ROW_BUDGET:
+        assert plan.sample == bm25.SAMPLE_ROWS
+    if plan.sample is not None:
+        assert all(freq[k] > bm25.ROW_BUDGET for k in plan.full)
     # counting steps through a few budgets of rows, never the keys times the budget
     bound = bm25.COUNT_BUDGET + 2 * bm25.ROW_BUDGET + len(dfs)
     bound += bm25.ANCHOR_KEYS * (bm25.ROW_BUDGET + 1)

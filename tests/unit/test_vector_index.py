@@ -59,3 +59,36 @@ def test_ties_duplicate_session_ids_and_unknown_sessions() -> None:
     assert [k for k, _ in index.search([1.0, 0.0], 5, ["b", "zzz"])] == [2]
     assert index.search([1.0, 0.0], 5, ["zzz"]) == []
     assert index.search([1.0, 0.0], 5, []) == []
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_kth_best_is_exact_with_ties_and_masked_rows(seed: int) -> None:
+    """kth_best bounds the answer by block maxima before partitioning: the same value as a
+    full sort, for arrays big enough to take that path and small ones."""
+    from mindstore.vectors import BLOCK, kth_best
+
+    rng = np.random.default_rng(seed)
+    for _ in range(200):
+        n = int(rng.integers(1, 40 * BLOCK))
+        scores = rng.standard_normal(n).astype(np.float32)
+        if rng.random() < 0.5:
+            scores = np.round(scores, 1)  # many ties
+        if rng.random() < 0.3:
+            scores[rng.integers(0, n, n // 2)] = -np.inf  # rows of other sessions
+        k = int(rng.integers(1, min(n, 12) + 1)) if rng.random() < 0.8 else int(n)
+        assert kth_best(scores, k) == np.sort(scores)[::-1][k - 1]
+
+
+def test_search_over_many_rows_matches_brute_force() -> None:
+    """Enough rows for the block-maximum bound (and ties from coarse vectors)."""
+    rng = random.Random(7)
+    dims = 4
+    rows = [
+        (key, f"s{key % 5}", encode_vector([rng.choice([-1, 0, 1, 2]) for _ in range(dims)]))
+        for key in range(1, 6000)
+    ]
+    index = VectorIndex.build(rows, dims, generation=0)
+    for _ in range(10):
+        q = [rng.gauss(0, 1) for _ in range(dims)]
+        for k in (1, 10, 30):
+            assert [key for key, _ in index.search(q, k)] == reference(rows, q, k, None)

@@ -15,7 +15,9 @@ phrase, a word starting with a ``prefix*``, or a CJK character of a query's CJK 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Final
 
@@ -31,7 +33,15 @@ from mindstore.lexical.tokens import (
 )
 from mindstore.search import ParsedQuery
 
-__all__ = ["MAX_HITS", "MAX_SOURCE", "SNIPPET_TOKENS", "SnippetQuery", "make_snippet"]
+__all__ = [
+    "MAX_HITS",
+    "MAX_SOURCE",
+    "SNIPPET_TOKENS",
+    "SnippetQuery",
+    "deferred",
+    "deferred_snippets",
+    "make_snippet",
+]
 
 SNIPPET_TOKENS: Final = 16
 MAX_SOURCE: Final = 10_000
@@ -193,3 +203,27 @@ def _render(source: str, seq: list[Unit], hits: list[tuple[int, str]], cut: bool
     elif pos < len(source):
         out.append(source[pos:])
     return "".join(out)
+
+
+Deferred = dict[tuple[str, str], Callable[[], str]]
+_DEFERRED: ContextVar[Deferred | None] = ContextVar("mindstore_deferred_snippets", default=None)
+
+
+@contextmanager
+def deferred_snippets() -> Iterator[Deferred]:
+    """Inside the block, message search results are built with an empty snippet, and the work
+    that makes each one is kept in the yielded dict under ``(session_id, message_id)``: a
+    hybrid search asks its lexical half for three times the results it returns, and makes the
+    snippets of those it returns only (measured: 20 snippets were ~3 ms of a 100,000-message
+    hybrid search)."""
+    out: Deferred = {}
+    token = _DEFERRED.set(out)
+    try:
+        yield out
+    finally:
+        _DEFERRED.reset(token)
+
+
+def deferred() -> Deferred | None:
+    """The dict of the enclosing :func:`deferred_snippets` block, or None outside one."""
+    return _DEFERRED.get()

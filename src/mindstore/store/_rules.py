@@ -11,6 +11,7 @@ without a database (``tests/unit/test_store_rules.py``, ``tests/unit/test_store_
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,7 +25,7 @@ from mindstore.errors import (
     SessionNotFoundError,
 )
 from mindstore.lexical.hits import Hits
-from mindstore.lexical.snippet import SnippetQuery, make_snippet
+from mindstore.lexical.snippet import SnippetQuery, deferred, make_snippet
 from mindstore.messages import dumps
 from mindstore.search import ParsedQuery, SearchResult, index_text, search_result
 from mindstore.store import failpoints
@@ -335,9 +336,15 @@ def message_hits(
     cut in them; a message without text shows its tool text); ``created(row)`` its time."""
     snip = SnippetQuery.from_query(query)
 
+    later = deferred()
+
     def build(row: Any, found: Sequence[str], score: float) -> SearchResult:
         text = found[0] or found[1] or ""
-        snippet = make_snippet(snip, found)
+        if later is not None:
+            later[(row[1], row[2])] = functools.partial(make_snippet, snip, found)
+            snippet = ""
+        else:
+            snippet = make_snippet(snip, found)
         return search_result(row[1], row[2], row[3], text, snippet, score, created(row))
 
     return Hits(query, limit, fields, build)

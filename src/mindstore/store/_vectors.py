@@ -64,23 +64,35 @@ def message_text(content: str | None) -> str:
     return text or tool_text
 
 
-_STARTED: ContextVar[tuple[Embedder, str, asyncio.Future[list[list[float]]]] | None] = ContextVar(
+@dataclass(slots=True)
+class StartedEmbedding:
+    """A query embedding started by :func:`query_embedding_started`; ``ready`` is set once a
+    search holds its vector (a semantic search then dispatches its scan at once)."""
+
+    embedder: Embedder
+    query: str
+    task: asyncio.Future[list[list[float]]]
+    ready: asyncio.Event
+
+
+_STARTED: ContextVar[StartedEmbedding | None] = ContextVar(
     "mindstore_query_embedding", default=None
 )
 
 
 @asynccontextmanager
-async def query_embedding_started(embedder: Embedder, query: str) -> AsyncIterator[None]:
+async def query_embedding_started(embedder: Embedder, query: str) -> AsyncIterator[asyncio.Event]:
     """Start embedding ``query`` now, in the background, for the block: a hybrid search runs
     its lexical half meanwhile (the model call often costs more than the lexical search), and
     :func:`query_vector` for the same embedder and query inside the block awaits this one
-    instead of embedding again. Leaving the block early cancels it; the store is never used
-    from two tasks at once (only the embedder runs beside the caller)."""
+    instead of embedding again. Yields the event :func:`query_vector` sets when a search has
+    the vector. Leaving the block early cancels it."""
     task = asyncio.ensure_future(embed_batch(embedder, [query], query=True))
-    token = _STARTED.set((embedder, query, task))
+    started = StartedEmbedding(embedder, query, task, asyncio.Event())
+    token = _STARTED.set(started)
     try:
         await asyncio.sleep(0)  # let it reach the embedder (a worker thread or a request)
-        yield
+        yield started.ready
     finally:
         _STARTED.reset(token)
         if not task.done():
@@ -92,8 +104,9 @@ async def query_vector(embedder: Embedder, query: str) -> list[float]:
     """The query's vector: the one :func:`query_embedding_started` is computing, else a new
     call to the embedder."""
     started = _STARTED.get()
-    if started is not None and started[0] is embedder and started[1] == query:
-        [vector] = await started[2]
+    if started is not None and started.embedder is embedder and started.query == query:
+        [vector] = await started.task
+        started.ready.set()
     else:
         [vector] = await embed_batch(embedder, [query], query=True)
     return vector

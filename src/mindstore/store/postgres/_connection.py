@@ -264,9 +264,19 @@ class PostgresConnection:
             return await self.read(fn)
 
         async def run(conn: Conn) -> T:
-            async with conn.transaction():
-                await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                return await fn(conn)
+            # The level on the connection, so BEGIN carries it: one round trip, not BEGIN and
+            # then SET TRANSACTION (a search is a few short statements; each trip shows).
+            await conn.set_isolation_level(psycopg.IsolationLevel.REPEATABLE_READ)
+            await conn.set_read_only(True)
+            try:
+                async with conn.transaction():
+                    return await fn(conn)
+            finally:
+                if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+                    await conn.set_isolation_level(None)
+                    await conn.set_read_only(None)
+                elif not conn.closed:
+                    await conn.close()  # never back in the pool with these settings
 
         return await self.read(run)
 

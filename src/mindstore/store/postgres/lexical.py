@@ -173,24 +173,29 @@ async def candidates(
     sessions: bool,
     limit: int,
 ) -> list[tuple[float, int, int]]:
-    """As :func:`mindstore.store.sqlite.lexical.candidates`."""
-    cur = await conn.execute(
-        "SELECT part, docs, length FROM search_stats WHERE coll = %s AND docs > 0", (coll,)
-    )
-    stats = await cur.fetchall()
+    """As :func:`mindstore.store.sqlite.lexical.candidates`. The statistics and the
+    planner's first counts are read in one statement (its first request depends on the query
+    only): a round trip less for every search."""
+    steps = bm25.planner(query)
+    try:
+        request: bm25.Count | None = next(steps)
+    except StopIteration as done:
+        plan: bm25.Plan = done.value  # no term keys (prefixes only)
+        request = None
+    stats, counts = await _stats_and_count(conn, coll, request)
     n_docs = sum(r[1] for r in stats)
     if n_docs == 0:
         return []
     total = sum(r[2] for r in stats)
-    steps = bm25.planner(query)
-    try:
-        request = next(steps)
-        while True:
-            request = steps.send(await _count(conn, coll, *request))
-    except StopIteration as done:
-        plan: bm25.Plan = done.value
+    if request is not None:
+        try:
+            while True:
+                request = steps.send(counts)
+                counts = await _count(conn, coll, *request)
+        except StopIteration as done:
+            plan = done.value
     full, probe = plan.full, plan.probe
-    rows: list[Any] = await _term_rows(conn, coll, full)
+    rows: list[Any] = await _term_rows(conn, coll, full, recent=plan.sample)
     for p in query.prefixes:
         cur = await conn.execute(
             "SELECT kind, key, doc, part, tf, ctx, dl FROM search_terms "
@@ -204,35 +209,77 @@ async def candidates(
     ranking = bm25.Ranking(query, n_docs, total, sids, lengths)
     ranking.add(rows)
     if not probe:
-        return ranking.rank(top)
+        return ranking.rank(top, ranking.probe_dfs(plan, set()) if plan.sample else None)
     docs = ranking.probe_candidates(full)
     ranking.add(await _term_rows(conn, coll, probe, docs))
     return ranking.rank(top, ranking.probe_dfs(plan, docs), docs)
 
 
+_STATS = (
+    "SELECT part, docs, length, NULL::text, NULL::bigint FROM search_stats "
+    "WHERE coll = %s AND docs > 0"
+)
+_COUNTS = (
+    "SELECT k, (SELECT count(*) FROM (SELECT 1 FROM search_terms "
+    "WHERE coll = %s AND kind = 0 AND key = k LIMIT %s) c) "
+    "FROM unnest(%s::text[]) AS k"
+)
+
+
+async def _stats_and_count(
+    conn: Conn, coll: str, request: bm25.Count | None
+) -> tuple[list[tuple[int, int, float]], dict[str, int]]:
+    """The collection's statistics per part, and ``min(document frequency, cap)`` of the
+    requested keys, in one statement."""
+    if request is None:
+        cur = await conn.execute(_STATS, (coll,))
+        return [(r[0], r[1], r[2]) for r in await cur.fetchall()], {}
+    keys, cap = request
+    cur = await conn.execute(
+        f"{_STATS} UNION ALL SELECT NULL, NULL, NULL, c.* FROM ({_COUNTS}) c",
+        (coll, coll, cap, keys),
+    )
+    stats: list[tuple[int, int, float]] = []
+    counts: dict[str, int] = {}
+    for part, docs, length, key, n in await cur.fetchall():
+        if key is None:
+            stats.append((part, docs, length))
+        else:
+            counts[key] = n
+    return stats, counts
+
+
 async def _count(conn: Conn, coll: str, keys: list[str], cap: int) -> dict[str, int]:
     """``min(document frequency, cap)`` of each key."""
-    cur = await conn.execute(
-        "SELECT k, (SELECT count(*) FROM (SELECT 1 FROM search_terms "
-        "WHERE coll = %s AND kind = 0 AND key = k LIMIT %s) c) "
-        "FROM unnest(%s::text[]) AS k",
-        (coll, cap, keys),
-    )
+    cur = await conn.execute(_COUNTS, (coll, cap, keys))
     return {r[0]: r[1] for r in await cur.fetchall()}
 
 
 async def _term_rows(
-    conn: Conn, coll: str, keys: Sequence[str], docs: set[int] | None = None
+    conn: Conn,
+    coll: str,
+    keys: Sequence[str],
+    docs: set[int] | None = None,
+    *,
+    recent: int | None = None,
 ) -> list[Any]:
-    """The index rows of ``keys`` (kind 0), of ``docs`` only when given: one index probe per
-    key, or per (key, document) pair. Spelled as lateral joins on the primary key so the plan
+    """The index rows of ``keys`` (kind 0), of ``docs`` only when given, of each key's
+    ``recent`` most recent documents only when given: one index probe per key, or per (key,
+    document) pair. Spelled as lateral joins on the primary key so the plan
     cannot degrade: with ``key = ANY(…)`` / ``doc = ANY(…)`` filters the planner scanned the
     whole collection while its statistics were missing (a new store before autovacuum's
     ANALYZE), or every row of a common key to keep the few probed documents (``OFFSET 0``
     keeps the pair lookup from being flattened into such a join)."""
     if not keys:
         return []
-    if docs is None:
+    if recent is not None:  # each key's most recent documents (every key is common)
+        cur = await conn.execute(
+            "SELECT t.kind, t.key, t.doc, t.part, t.tf, t.ctx, t.dl FROM unnest(%s::text[]) k, "
+            "LATERAL (SELECT kind, key, doc, part, tf, ctx, dl FROM search_terms "
+            "WHERE coll = %s AND kind = 0 AND key = k ORDER BY doc DESC LIMIT %s) t",
+            (list(keys), coll, recent),
+        )
+    elif docs is None:
         cur = await conn.execute(
             "SELECT t.kind, t.key, t.doc, t.part, t.tf, t.ctx, t.dl FROM unnest(%s::text[]) k, "
             "LATERAL (SELECT kind, key, doc, part, tf, ctx, dl FROM search_terms "

@@ -292,7 +292,7 @@ class PostgresVectors(EmbedsPending):
         if self.hnsw and session_ids is None:
             hits = await self._hnsw_search(namespace, vector, limit)
         else:
-            hits = (await self._index(namespace)).search(vector, limit, session_ids)
+            hits = await (await self._index(namespace)).asearch(vector, limit, session_ids)
         if not hits:
             return []
         rows: dict[int, Any] = {

@@ -105,7 +105,7 @@ class SQLiteVectors(EmbedsPending):
         self._cache[namespace] = index
         return index
 
-    def search_vector(
+    async def search_vector(
         self,
         namespace: str,
         vector: Sequence[float],
@@ -113,7 +113,7 @@ class SQLiteVectors(EmbedsPending):
         session_ids: Sequence[str] | None,
         limit: int,
     ) -> list[SearchResult]:
-        hits = self._index(namespace).search(vector, limit, session_ids)
+        hits = await self._index(namespace).asearch(vector, limit, session_ids)
         if not hits:
             return []
         with self._db.tx(write=False) as conn:
