@@ -93,45 +93,59 @@ def make_snippet(query: SnippetQuery, fields: Sequence[str]) -> str:
         if not text:
             continue
         source = text[:MAX_SOURCE]
-        seq: list[Unit] = []
+        cut = len(text) > len(source)
         hits: list[tuple[int, str]] = []
         if source.isascii() and not query.cjk:
-            _ascii_hits(query, source, seq, hits)
+            starts: list[int] = []
+            ends: list[int] = []
+            _ascii_hits(query, source, starts, ends, hits)
+            if hits:
+                return _render(source, starts, ends, hits, cut)
+            continue
+        seq: list[Unit] = []
+        for u in units(source):
+            seq.append(u)
+            if len(seq) >= 2:
+                _collect(query, seq, len(seq) - 2, hits)
+                if len(hits) >= MAX_HITS and len(seq) > hits[-1][0] + SNIPPET_TOKENS:
+                    break
         else:
-            for u in units(source):
-                seq.append(u)
-                if len(seq) >= 2:
-                    _collect(query, seq, len(seq) - 2, hits)
-                    if len(hits) >= MAX_HITS and len(seq) > hits[-1][0] + SNIPPET_TOKENS:
-                        break
-            else:
-                if seq:
-                    _collect(query, seq, len(seq) - 1, hits)
+            if seq:
+                _collect(query, seq, len(seq) - 1, hits)
         if hits:
-            return _render(source, seq, hits, len(text) > len(source))
+            return _render(source, [u.start for u in seq], [u.end for u in seq], hits, cut)
     for text in fields:
         if text:
             source = text[:MAX_SOURCE]
-            seq = []
+            lead: list[Unit] = []
             for u in units(source):
-                seq.append(u)
-                if len(seq) > SNIPPET_TOKENS:
+                lead.append(u)
+                if len(lead) > SNIPPET_TOKENS:
                     break
-            return _render(source, seq, [], len(text) > len(source))
+            spans = [u.start for u in lead], [u.end for u in lead]
+            return _render(source, *spans, [], len(text) > len(source))
     return ""
 
 
 def _ascii_hits(
-    query: SnippetQuery, source: str, seq: list[Unit], hits: list[tuple[int, str]]
+    query: SnippetQuery,
+    source: str,
+    starts: list[int],
+    ends: list[int],
+    hits: list[tuple[int, str]],
 ) -> None:
-    """:func:`units` and hits for ASCII text, without building a unit for every word twice:
-    the same words (contractions dropped), a hit test by stem or prefix."""
+    """The spans of :func:`units` and the hits for ASCII text: the same words (contractions
+    dropped), a hit test by stem or prefix. (The text is lowered once, ASCII keeps its
+    offsets; each word's term comes from a per-process cache; no unit objects: 47 → 25 µs a
+    snippet of a 40-word message.)"""
     terms, prefixes = query.terms, query.prefixes
-    append = seq.append
+    add_start, add_end = starts.append, ends.append
+    cache = _TERM_OF
     prev_end = -2
-    for m in _ASCII_WORD.finditer(source):
+    n_hits = 0
+    for m in _ASCII_WORD.finditer(source.lower()):
         begin, finish = m.span()
-        raw = m.group().lower()
+        raw = m.group()
         if (
             begin == prev_end + 1
             and source[prev_end] in _APOSTROPHES
@@ -141,18 +155,36 @@ def _ascii_hits(
             prev_end = finish
             continue
         prev_end = finish
-        term = stem(raw) if len(raw) <= MAX_WORD else raw
-        append(Unit(raw, term, False, begin, finish))
-        if len(hits) < MAX_HITS:
+        term = cache.get(raw)
+        if term is None:
+            term = _term_of(raw)
+        add_start(begin)
+        add_end(finish)
+        if n_hits < MAX_HITS:
             if term in terms:
-                hits.append((len(seq) - 1, term))
-            else:
+                hits.append((len(starts) - 1, term))
+                n_hits += 1
+            elif prefixes:
                 for p in prefixes:
                     if raw.startswith(p):
-                        hits.append((len(seq) - 1, p + "*"))
+                        hits.append((len(starts) - 1, p + "*"))
+                        n_hits += 1
                         break
-        elif len(seq) > hits[-1][0] + SNIPPET_TOKENS:
+        elif len(starts) > hits[-1][0] + SNIPPET_TOKENS:
             return
+
+
+_TERM_OF: dict[str, str] = {}
+"""Lowered ASCII word → its term, for snippets (bounded: cleared at :data:`_TERMS_KEPT`)."""
+_TERMS_KEPT: Final = 200_000
+
+
+def _term_of(raw: str) -> str:
+    term = stem(raw) if len(raw) <= MAX_WORD else raw
+    if len(_TERM_OF) >= _TERMS_KEPT:
+        _TERM_OF.clear()
+    _TERM_OF[raw] = term
+    return term
 
 
 def _collect(query: SnippetQuery, seq: list[Unit], i: int, hits: list[tuple[int, str]]) -> None:
@@ -162,8 +194,12 @@ def _collect(query: SnippetQuery, seq: list[Unit], i: int, hits: list[tuple[int,
             hits.append((i, term))
 
 
-def _render(source: str, seq: list[Unit], hits: list[tuple[int, str]], cut: bool) -> str:
-    if not seq:
+def _render(
+    source: str, starts: list[int], ends: list[int], hits: list[tuple[int, str]], cut: bool
+) -> str:
+    """The snippet: ``starts``/``ends`` are the units' spans in ``source``."""
+    n = len(starts)
+    if not n:
         return source[:200]
     # the window (of SNIPPET_TOKENS units) starting at a hit, or a few units before it, that
     # holds the most distinct terms; earliest wins
@@ -176,28 +212,27 @@ def _render(source: str, seq: list[Unit], hits: list[tuple[int, str]], cut: bool
         distinct |= {t for j, t in hits[max(0, k - lead) : k] if j >= start}
         if len(distinct) > best_score:
             best_start, best_score = start, len(distinct)
-    start = min(best_start, max(0, len(seq) - SNIPPET_TOKENS))
-    end = min(len(seq), start + SNIPPET_TOKENS)
+    start = min(best_start, max(0, n - SNIPPET_TOKENS))
+    end = min(n, start + SNIPPET_TOKENS)
     marked = {i for i, _ in hits if start <= i < end}
     out: list[str] = ["…"] if start > 0 else []
-    pos = seq[start].start
+    pos = starts[start]
     i = start
     while i < end:
-        u = seq[i]
-        out.append(source[pos : u.start])
+        out.append(source[pos : starts[i]])
         if i in marked:
             # adjacent marked units that share the same span (a CJK run split from one word)
             j = i
-            while j + 1 < end and j + 1 in marked and seq[j + 1].start == seq[j].end:
+            while j + 1 < end and j + 1 in marked and starts[j + 1] == ends[j]:
                 j += 1
-            out.append("[" + source[u.start : seq[j].end] + "]")
-            pos = seq[j].end
+            out.append("[" + source[starts[i] : ends[j]] + "]")
+            pos = ends[j]
             i = j + 1
             continue
-        out.append(source[u.start : u.end])
-        pos = u.end
+        out.append(source[starts[i] : ends[i]])
+        pos = ends[i]
         i += 1
-    if end < len(seq) or cut:
+    if end < n or cut:
         # keep the text up to the end of the window's last unit; mark the cut
         out.append("…")
     elif pos < len(source):
