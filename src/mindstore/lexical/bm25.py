@@ -47,7 +47,7 @@ import functools
 import heapq
 import math
 from collections import defaultdict
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -196,7 +196,17 @@ class Ranking:
     pruned search (:func:`planner`) builds its postings once — the rows read in full, then the
     common keys' rows of the probed documents — instead of once per pass."""
 
-    __slots__ = ("_avg", "_dl", "_sid", "_terms", "lengths", "n_docs", "query", "sids")
+    __slots__ = (
+        "_avg",
+        "_dl",
+        "_per_session",
+        "_sid",
+        "_terms",
+        "lengths",
+        "n_docs",
+        "query",
+        "sids",
+    )
 
     def __init__(
         self,
@@ -216,11 +226,15 @@ class Ranking:
         self._terms: dict[str, dict[int, tuple[float, float]]] = defaultdict(dict)
         self._sid: dict[int, int] = {}
         self._dl: dict[int, float] = {}
+        # term -> sid -> summed own tf: the session score's input, kept between the ranks of a
+        # pruned search (its rare keys' postings are the bulk, and do not change)
+        self._per_session: dict[str, dict[int, float]] = {}
 
     def add(self, rows: Iterable[Row]) -> None:
         """Add index rows (each (kind, key, doc) at most once over all calls)."""
         terms, sid_of, dl_of = self._terms, self._sid, self._dl
         raw_rows: list[Row] = []
+        touched: set[str] = set()
         for r in rows:
             if r[0]:
                 raw_rows.append(r)
@@ -229,9 +243,13 @@ class Ranking:
             terms[key][doc] = (tf, ctx)
             sid_of[doc] = sid
             dl_of[doc] = dl
+            touched.add(key)
+        for key in touched:
+            self._per_session.pop(key, None)
         if not raw_rows:
             return
         for p in self.query.prefixes:
+            self._per_session.pop("\x00" + p, None)
             per = terms["\x00" + p]
             for _, key, doc, sid, tf, _ctx, dl in raw_rows:
                 if key.startswith(p):
@@ -243,6 +261,7 @@ class Ranking:
     def add_term(self, key: str, rows: Iterable[tuple[int, int, float, float, float]]) -> None:
         """Add the index rows ``(doc, sid, tf, ctx, dl)`` of term ``key`` (as :meth:`add`)."""
         per, sid_of, dl_of = self._terms[key], self._sid, self._dl
+        self._per_session.pop(key, None)
         for doc, sid, tf, ctx, dl in rows:
             per[doc] = (tf, ctx)
             sid_of[doc] = sid
@@ -311,7 +330,7 @@ class Ranking:
                 scores = {d: v for d, v in scores.items() if postings.get(d, (0.0,))[0] > 0}
         lengths = self.lengths
         if lengths and len(lengths) > 1 and scores:
-            boost = _session_scores(terms, scored, sid_of, lengths)
+            boost = _session_scores(self._session_tf, scored, lengths)
             scores = {d: v + W_SESSION * boost.get(sid_of[d], 0.0) for d, v in scores.items()}
         # A hit on the message's own words ranks above every hit on its context alone: own
         # hits are lifted by the best context-only score, so the order and the scores agree.
@@ -323,6 +342,18 @@ class Ranking:
         else:
             best = sorted(scores.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)
         return [(v, d, sid_of[d]) for d, v in best]
+
+    def _session_tf(self, name: str) -> dict[int, float]:
+        """Each session's summed own term frequency of term ``name`` (cached)."""
+        per = self._per_session.get(name)
+        if per is None:
+            sid_of = self._sid
+            acc: dict[int, float] = defaultdict(float)
+            for d, (tf, _) in self._terms.get(name, {}).items():
+                if tf > 0:
+                    acc[sid_of[d]] += tf
+            per = self._per_session[name] = acc
+        return per
 
     def probe_candidates(self, full: Sequence[str]) -> set[int]:
         """As :func:`probe_candidates` over the rows added so far (those of ``full``)."""
@@ -546,9 +577,8 @@ def probe_candidates(
 
 
 def _session_scores(
-    terms: Mapping[str, Mapping[int, tuple[float, float]]],
+    session_tf: Callable[[str], Mapping[int, float]],
     names: Sequence[str],
-    sid_of: Mapping[int, int],
     lengths: Mapping[int, float],
 ) -> dict[int, float]:
     n = len(lengths)
@@ -556,10 +586,7 @@ def _session_scores(
     out: dict[int, float] = defaultdict(float)
     k1, b = K1, B
     for name in names:
-        per: dict[int, float] = defaultdict(float)
-        for d, (tf, _) in terms.get(name, {}).items():
-            if tf > 0:
-                per[sid_of[d]] += tf
+        per = session_tf(name)
         if not per:
             continue
         df = len(per)
