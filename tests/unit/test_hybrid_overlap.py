@@ -84,3 +84,52 @@ async def test_failures_on_either_half() -> None:
     # the started embedding was cancelled or finished, never left running
     assert store.embedder.events[-1] in ("embed-start", "embed-end")
     assert not [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+
+
+class FastEmbedder:
+    name = "fast"
+    dimensions = 2
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0, 0.0] for _ in texts]
+
+
+class ScanningStore:
+    """A store whose vector scan takes a while (as a worker thread's numpy scan does)."""
+
+    def __init__(self) -> None:
+        self.embedder = FastEmbedder()
+        self.events: list[str] = []
+
+    async def semantic_search(
+        self, namespace: str, query: str, *, session_ids: Any, limit: int
+    ) -> list[SearchResult]:
+        await query_vector(self.embedder, query)  # type: ignore[arg-type]
+        self.events.append("scan-start")
+        await asyncio.sleep(0.05)
+        self.events.append("scan-end")
+        return [hit("sem", 0.9)]
+
+
+async def test_a_quick_embedder_lets_the_scan_run_beside_the_lexical_half(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """When the query's vector is back within HEAD_START, the semantic scan starts first and
+    the lexical half runs while it scans (the wait ends as soon as the vector is there)."""
+    import mindstore.hybrid
+
+    monkeypatch.setattr(mindstore.hybrid, "HEAD_START", 5.0)  # a busy CI machine's thread hop
+    store = ScanningStore()
+
+    async def lexical(k: int) -> list[SearchResult]:
+        store.events.append("lexical")
+        return [hit("lex", 2.0)]
+
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    out = await search_messages(
+        store, "ns", "q", limit=5, session_ids=None, mode="hybrid", lexical=lexical
+    )
+    assert {h.message_id for h in out} == {"lex", "sem"}
+    assert store.events == ["scan-start", "lexical", "scan-end"]
+    assert loop.time() - started < 2.0  # did not wait out HEAD_START
