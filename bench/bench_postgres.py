@@ -419,9 +419,9 @@ async def bench_search(schema: str, n: int) -> None:
             ratio(o, b),
             "<= 3x",
         )
+        long_q = [" ".join(rng.choices(VOCAB, k=60)) for _ in range(20)]
         long_t = []
-        for _ in range(20):
-            q = " ".join(rng.choices(VOCAB, k=60))
+        for q in long_q:
             t0 = time.perf_counter()
             await store.search("search", parse_query(q), limit=20)
             long_t.append(time.perf_counter() - t0)
@@ -431,6 +431,20 @@ async def bench_search(schema: str, n: int) -> None:
             "50 ms",
             ratio(max(long_t), 0.05),
             "<= 1x",
+        )
+        # The same questions again: their index pages are now cached (right after a load the
+        # first pass reads part of the index from disk on a machine whose page cache is small)
+        again = []
+        for q in long_q:
+            t0 = time.perf_counter()
+            await store.search("search", parse_query(q), limit=20)
+            again.append(time.perf_counter() - t0)
+        row(
+            "  same 20 questions again (pages cached), slowest / median",
+            f"{max(again) * 1000:.1f} / {statistics.median(again) * 1000:.1f} ms",
+            "50 ms",
+            ratio(max(again), 0.05),
+            "(info)",
         )
         bh = statistics.median(base_hl)
         row(
