@@ -420,11 +420,16 @@ async def bench_search(schema: str, n: int) -> None:
             "<= 3x",
         )
         long_q = [" ".join(rng.choices(VOCAB, k=60)) for _ in range(20)]
-        long_t = []
-        for q in long_q:
-            t0 = time.perf_counter()
-            await store.search("search", parse_query(q), limit=20)
-            long_t.append(time.perf_counter() - t0)
+
+        async def timed(questions: list[str]) -> list[float]:
+            out = []
+            for q in questions:
+                t0 = time.perf_counter()
+                await store.search("search", parse_query(q), limit=20)
+                out.append(time.perf_counter() - t0)
+            return out
+
+        long_t = await timed(long_q)
         row(
             "search, 60-word queries, slowest of 20",
             f"{max(long_t) * 1000:.1f} ms",
@@ -434,11 +439,7 @@ async def bench_search(schema: str, n: int) -> None:
         )
         # The same questions again: their index pages are now cached (right after a load the
         # first pass reads part of the index from disk on a machine whose page cache is small)
-        again = []
-        for q in long_q:
-            t0 = time.perf_counter()
-            await store.search("search", parse_query(q), limit=20)
-            again.append(time.perf_counter() - t0)
+        again = await timed(long_q)
         row(
             "  same 20 questions again (pages cached), slowest / median",
             f"{max(again) * 1000:.1f} / {statistics.median(again) * 1000:.1f} ms",
