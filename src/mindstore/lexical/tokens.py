@@ -202,16 +202,17 @@ def _shorten(word: str) -> str:
     return f"{word[:48]}#{digest}"
 
 
+@functools.lru_cache(maxsize=131_072)
 def stem(word: str) -> str:
     """The Porter stem of a folded word; the word itself when it has one or two letters (as in
     the original Porter stemmer: Snowball's ``porter`` turns ``is`` into ``i``, ``us`` into
-    ``u``, ``s`` into nothing) or is not alphabetic ASCII (shortened keys, other scripts)."""
+    ``u``, ``s`` into nothing) or is not alphabetic ASCII (shortened keys, other scripts).
+    Cached whole, checks included: indexing and snippets call it for every word."""
     if len(word) <= 2 or len(word) > MAX_WORD or not word.isascii() or not word.isalpha():
         return word  # like the original Porter stemmer, words of 1-2 letters are kept
     return _stem(word)
 
 
-@functools.lru_cache(maxsize=131_072)
 def _stem(word: str) -> str:
     stemmer = getattr(_local, "stemmer", None)
     if stemmer is None:  # Snowball stemmer objects keep state: one per thread
