@@ -196,6 +196,10 @@ class VectorIndex:
         return [(int(keys[i]), float(scores[i])) for i in order.tolist()]
 
 
+BLOCK = 64
+"""Scores per block in :func:`kth_best`."""
+
+
 def kth_best(scores: Any, k: int) -> float:
     """The ``k``-th largest of ``scores`` (1 ≤ k ≤ len), exactly. Over a big array it first
     takes each block of :data:`BLOCK` scores' maximum: the k-th best block maximum is a lower
@@ -209,9 +213,6 @@ def kth_best(scores: Any, k: int) -> float:
         bound = np.partition(maxima, m - k)[m - k]
         scores = scores[scores >= bound]
     return float(np.partition(scores, len(scores) - k)[len(scores) - k])
-
-
-BLOCK = 64
 
 
 def semantic_snippet(text: str, limit: int = SNIPPET_CHARS) -> str:

@@ -200,10 +200,12 @@ async def candidates(
     full, probe = plan.full, plan.probe
     lengths = {r[0]: r[2] for r in stats} if sessions else None
     ranking = bm25.Ranking(query, n_docs, total, sids, lengths)
-    rest = [k for k in full if k not in prefetched or plan.sample is not None]
+    # The first statement brought the rows of the first round's rare keys (never a sampled
+    # anchor: its count reached the cap); the other keys read in full are read now.
     for k in full:
-        if k not in rest:
+        if k in prefetched:
             ranking.add_term(k, prefetched[k])
+    rest = [k for k in full if k not in prefetched]
     rows: list[Any] = await _term_rows(conn, coll, rest, recent=plan.sample)
     for p in query.prefixes:
         cur = await conn.execute(
@@ -224,21 +226,15 @@ async def candidates(
     return ranking.rank(top, ranking.probe_dfs(plan, docs), docs)
 
 
-_STATS = (
-    "SELECT part, docs, length, NULL::text, NULL::bigint FROM search_stats "
-    "WHERE coll = %s AND docs > 0"
+# min(document frequency, cap) of key k: an index-only count that stops at the cap
+_COUNT_K = (
+    "(SELECT count(*) FROM (SELECT 1 FROM search_terms "
+    "WHERE coll = %(coll)s AND kind = 0 AND key = k LIMIT %(cap)s) x)"
 )
-_COUNTS = (
-    "SELECT k, (SELECT count(*) FROM (SELECT 1 FROM search_terms "
-    "WHERE coll = %s AND kind = 0 AND key = k LIMIT %s) c) "
-    "FROM unnest(%s::text[]) AS k"
-)
-
-
+_COUNTS = f"SELECT k, {_COUNT_K} FROM unnest(%(keys)s::text[]) AS k"
+_STATS = "SELECT part, docs, length FROM search_stats WHERE coll = %(coll)s AND docs > 0"
 _FIRST = (
-    "WITH c AS (SELECT k, (SELECT count(*) FROM (SELECT 1 FROM search_terms "
-    "WHERE coll = %(coll)s AND kind = 0 AND key = k LIMIT %(cap)s) x) AS n "
-    "FROM unnest(%(keys)s::text[]) AS k), "
+    f"WITH c AS (SELECT k, {_COUNT_K} AS n FROM unnest(%(keys)s::text[]) AS k), "
     # the keys settled by this count, rarest first, while their rows total ROW_BUDGET
     'r AS (SELECT k FROM (SELECT k, n, sum(n) OVER (ORDER BY n, k COLLATE "C" '
     "ROWS UNBOUNDED PRECEDING) AS used FROM c WHERE n < %(cap)s) u WHERE used <= %(budget)s) "
@@ -249,7 +245,6 @@ _FIRST = (
     "(SELECT doc, part, tf, ctx, dl FROM search_terms "
     "WHERE coll = %(coll)s AND kind = 0 AND key = r.k) t"
 )
-_STATS = "SELECT part, docs, length FROM search_stats WHERE coll = %s AND docs > 0"
 
 KeyRows = list[tuple[int, int, float, float, float]]
 
@@ -261,7 +256,7 @@ async def _first_read(
     requested keys; and the ``(doc, part, tf, ctx, dl)`` rows of the keys that count settles
     within the row budget — in one statement."""
     if request is None:
-        cur = await conn.execute(_STATS, (coll,), binary=True)
+        cur = await conn.execute(_STATS, {"coll": coll}, binary=True)
         return [(r[0], r[1], r[2]) for r in await cur.fetchall()], {}, {}
     keys, cap = request
     cur = await conn.execute(
@@ -287,7 +282,7 @@ async def _first_read(
 
 async def _count(conn: Conn, coll: str, keys: list[str], cap: int) -> dict[str, int]:
     """``min(document frequency, cap)`` of each key."""
-    cur = await conn.execute(_COUNTS, (coll, cap, keys), binary=True)
+    cur = await conn.execute(_COUNTS, {"coll": coll, "cap": cap, "keys": keys}, binary=True)
     return {r[0]: r[1] for r in await cur.fetchall()}
 
 
@@ -310,13 +305,7 @@ async def _term_rows(
     if not keys:
         return []
     if recent is not None:  # each key's most recent documents (every key is common)
-        cur = await conn.execute(
-            "SELECT t.kind, t.key, t.doc, t.part, t.tf, t.ctx, t.dl FROM unnest(%s::text[]) k, "
-            "LATERAL (SELECT kind, key, doc, part, tf, ctx, dl FROM search_terms "
-            "WHERE coll = %s AND kind = 0 AND key = k ORDER BY doc DESC LIMIT %s) t",
-            (list(keys), coll, recent),
-            binary=True,
-        )
+        cur = await conn.execute(_RECENT_SQL, (list(keys), coll, recent), binary=True)
     elif docs is None:
         cur = await conn.execute(_KEYS_SQL, (list(keys), coll), binary=True)
     else:
@@ -328,6 +317,11 @@ _KEYS_SQL = (
     "SELECT t.kind, t.key, t.doc, t.part, t.tf, t.ctx, t.dl FROM unnest(%s::text[]) k, "
     "LATERAL (SELECT kind, key, doc, part, tf, ctx, dl FROM search_terms "
     "WHERE coll = %s AND kind = 0 AND key = k) t"
+)
+_RECENT_SQL = (  # each key's most recent documents (every key is common)
+    "SELECT t.kind, t.key, t.doc, t.part, t.tf, t.ctx, t.dl FROM unnest(%s::text[]) k, "
+    "LATERAL (SELECT kind, key, doc, part, tf, ctx, dl FROM search_terms "
+    "WHERE coll = %s AND kind = 0 AND key = k ORDER BY doc DESC LIMIT %s) t"
 )
 _PAIRS_SQL = (
     "SELECT t.kind, t.key, t.doc, t.part, t.tf, t.ctx, t.dl FROM unnest(%s::text[]) k, "
