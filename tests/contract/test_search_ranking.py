@@ -344,6 +344,41 @@ async def test_a_query_of_only_common_words_reads_a_recent_sample(
     assert ids(await m.search('"beta old8"')) == ["m8"]
 
 
+async def test_a_search_for_many_hits_is_exact_and_a_pruned_one_fills_its_limit(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pruning and sampling bound the candidates, so they serve only searches for a few best
+    hits: asking for more than PROBED returns every match (a crash check counting the
+    messages that hold a word found a sample of 2,000 instead). And when a pruned query's
+    rare word is in fewer messages than asked for, recent holders of its common words fill
+    the rest. Budgets shrunk so a small namespace shows it."""
+    from mindstore.lexical import bm25
+
+    monkeypatch.setattr(bm25, "ROW_BUDGET", 40)
+    monkeypatch.setattr(bm25, "PRUNED_BUDGET", 40)
+    monkeypatch.setattr(bm25, "COUNT_BUDGET", 160)
+    monkeypatch.setattr(bm25, "SAMPLE_ROWS", 10)
+    key = SessionKey(namespace="many", session_id="s")
+    msgs = [
+        NewMessage(message=text_msg(f"m{i}", f"alpha beta item{i}"), tokens=1) for i in range(300)
+    ]
+    msgs.append(NewMessage(message=text_msg("z", "alpha zeppelin"), tokens=1))
+    await store.append(key, msgs)
+    m = SessionManager(store, namespace="many")
+    # z holds alpha, and beta through its context (its parent m299): not a match of "all"
+    for text, match, n in (
+        ("alpha beta", "any", 301),
+        ("alpha beta", "all", 300),
+        ("beta", "any", 301),
+        ("alpha", "any", 301),
+    ):
+        assert len(await m.search(text, limit=1000, match=match)) == n, (text, match)
+    hits = await m.search("zeppelin beta", limit=10)
+    assert len(hits) == 10
+    assert hits[0].message_id == "z"
+    assert len(await m.search("zeppelin beta", limit=500)) == 301
+
+
 async def test_index_stays_exact_across_batched_index_writes(store: Store) -> None:
     """SQLite keeps new documents in a pending table and moves them to the index in batches
     (lexical.FLUSH_AT): searches, deletes and updates see both; statistics follow."""

@@ -16,10 +16,12 @@ from mindstore.lexical.tokens import keys, units
 from mindstore.search import parse_query
 
 
-def run_planner(query_text: str, dfs: Mapping[str, int], match: str = "any") -> tuple[Any, int]:
+def run_planner(
+    query_text: str, dfs: Mapping[str, int], match: str = "any", limit: int = 10
+) -> tuple[Any, int]:
     """Drive the planner against known document frequencies; returns the plan and the rows
     the counting stepped through."""
-    steps = bm25.planner(parse_query(query_text, match))
+    steps = bm25.planner(parse_query(query_text, match), limit)
     spent = 0
     try:
         request = next(steps)
@@ -86,6 +88,32 @@ def test_planner_is_exact_iff_the_rows_fit_and_counting_is_bounded(
     bound = bm25.COUNT_BUDGET + 2 * bm25.ROW_BUDGET + len(dfs)
     bound += bm25.ANCHOR_KEYS * (bm25.ROW_BUDGET + 1)
     assert spent <= bound, (spent, sorted(dfs))
+
+
+def test_a_limit_over_probed_plans_exact_without_counting() -> None:
+    """Pruning bounds the candidates to a few best: a search asking for more reads every key."""
+    dfs = {"alpha": 90_000, "beta": 80_000, "gamma": 3}
+    plan, _ = run_planner("alpha beta gamma", dfs)
+    assert plan.probe and plan.sample is None  # pruned at the default limit
+    plan, spent = run_planner("alpha beta gamma", dfs, limit=bm25.PROBED + 1)
+    assert (sorted(plan.full), plan.probe, plan.sample, spent) == (
+        ["alpha", "beta", "gamma"],
+        [],
+        None,
+        0,
+    )
+    plan, spent = run_planner("alpha", dfs, limit=1000)
+    assert (plan.full, plan.sample, spent) == (["alpha"], None, 0)
+
+
+def test_fill_key_is_the_rarest_probed_key() -> None:
+    dfs = {"alpha": 90_000, "beta": 4_000, "delta": 3_000, "gamma": 3}
+    plan, _ = run_planner("alpha beta gamma delta", dfs)
+    assert (plan.full, sorted(plan.probe)) == (["gamma", "delta"], ["alpha", "beta"])
+    assert bm25.fill_key(plan) == "beta"  # counted exactly, under alpha's bound
+    plan, _ = run_planner("alpha beta gamma", {"alpha": 90_000, "beta": 80_000, "gamma": 3})
+    assert bm25.fill_key(plan) == "alpha"  # both only known to exceed the cap: by name
+    assert bm25.fill_key(bm25.Plan(["gamma"], [], {}, {})) is None
 
 
 def test_planner_without_term_keys_reads_nothing() -> None:

@@ -67,6 +67,7 @@ __all__ = [
     "Ranking",
     "contains_phrase",
     "document",
+    "fill_key",
     "passes_phrases",
     "planner",
     "probe_candidates",
@@ -366,16 +367,20 @@ class Ranking:
         first = replace(query, words=tuple(w for w in query.words if w in full))
         return {d for _, d, _ in self.rank(PROBED, query=first)}
 
-    def probe_dfs(self, plan: Plan, docs: set[int]) -> dict[str, float]:
+    def probe_dfs(self, plan: Plan, docs: set[int], filled: str | None = None) -> dict[str, float]:
         """Document frequencies of a pruned query's probed keys, for their IDF: the exact
         count when it was taken, else the key's share among the probed documents scaled to
         the namespace (a word in most of them is in most of the namespace), at least the
-        lower bound counted."""
+        lower bound counted. The ``filled`` key (:func:`fill_key`) is in every document it
+        added, so its share says nothing: its counted bound."""
         out: dict[str, float] = {}
         n = len(docs)
         for k in plan.probe:
             if k in plan.dfs:
                 out[k] = plan.dfs[k]
+                continue
+            if k == filled:
+                out[k] = float(plan.lower.get(k, 0))
                 continue
             hits = len(self._terms.get(k, ())) if n else 0
             est = min(hits * self.n_docs / n, float(self.n_docs)) if n else 0.0
@@ -440,7 +445,7 @@ Count = tuple[list[str], int]
 """A counting request of :func:`planner`: for each key, ``min(document frequency, cap)``."""
 
 
-def planner(query: ParsedQuery) -> Generator[Count, Mapping[str, int], Plan]:
+def planner(query: ParsedQuery, limit: int) -> Generator[Count, Mapping[str, int], Plan]:
     """Plan a search (a generator: it yields ``(keys, cap)`` counting requests, the store sends
     back ``{key: min(df, cap)}``, and it returns the :class:`Plan`; so both backends count
     alike, one synchronously, one over the network).
@@ -460,10 +465,13 @@ def planner(query: ParsedQuery) -> Generator[Count, Mapping[str, int], Plan]:
     :data:`COUNT_BUDGET` rows in all), until none is left or none can fit. Keys resolve in
     rising order of frequency, so the rarest are known first; the plan is exact exactly when
     every key resolves and the total fits. Only a pruned query with no key that fits counts
-    :data:`ANCHOR_KEYS` of them up to the budget to find the rarest."""
+    :data:`ANCHOR_KEYS` of them up to the budget to find the rarest.
+
+    A ``limit`` over PROBED is exact: pruning and sampling bound the candidates, so
+    they only serve searches for a few best hits; asking for more asks for every match."""
     keys = term_keys(query)
-    if not keys:
-        return Plan([], [], {}, {})
+    if not keys or limit > PROBED:
+        return Plan(keys, [], {}, {})
     # a short query counts to the budget at once (one statement; the rounds would only
     # recount its common words)
     cap = ROW_BUDGET + 1 if len(keys) <= SHORT_QUERY else ROW_BUDGET // len(keys) + 1
@@ -540,6 +548,16 @@ def planner(query: ParsedQuery) -> Generator[Count, Mapping[str, int], Plan]:
                 lower[k] = max(lower.get(k, 0), n)
         return Plan(full, [k for k in keys if k != anchor], exact, lower, _sample(anchor, lower))
     return Plan(full, [k for k in keys if k not in full], exact, lower)
+
+
+def fill_key(plan: Plan) -> str | None:
+    """The probed key whose most recent :data:`PROBED` documents join the candidates when a
+    pruned ``any`` query's rarer words found fewer documents than the search asks for (a rare
+    word in 3 messages next to a common one: the other hits hold the common words): the
+    rarest as far as counted."""
+    if not plan.probe:
+        return None
+    return min(plan.probe, key=lambda k: (plan.dfs.get(k, plan.lower.get(k, 0)), k))
 
 
 def _sample(anchor: str, lower: Mapping[str, int]) -> int | None:

@@ -179,7 +179,7 @@ async def candidates(
     on the query only) and the rows of the keys it will read in full if that request settles
     them (resolved, rarest first, within ROW_BUDGET rows: :func:`bm25.planner`'s ``rare``): a
     query of rare words costs one round trip here, where it cost four."""
-    steps = bm25.planner(query)
+    steps = bm25.planner(query, limit)
     try:
         request: bm25.Count | None = next(steps)
     except StopIteration as done:
@@ -222,8 +222,14 @@ async def candidates(
     if not probe:
         return ranking.rank(top, ranking.probe_dfs(plan, set()) if plan.sample else None)
     docs = ranking.probe_candidates(full)
+    filled = None
+    if top is not None and len(docs) < top and not bm25.required_keys(query):
+        filled = bm25.fill_key(plan)  # the rarer words found too few: add recent hits
+        if filled is not None:
+            recent = await _term_rows(conn, coll, [filled], recent=bm25.PROBED)
+            docs |= {r[2] for r in recent}
     ranking.add(await _term_rows(conn, coll, probe, docs))
-    return ranking.rank(top, ranking.probe_dfs(plan, docs), docs)
+    return ranking.rank(top, ranking.probe_dfs(plan, docs, filled), docs)
 
 
 # min(document frequency, cap) of key k: an index-only count that stops at the cap

@@ -258,7 +258,7 @@ def candidates(
     for r in pending:
         if r[0] == 0:
             in_pending[r[1]] = in_pending.get(r[1], 0) + 1
-    steps = bm25.planner(query)
+    steps = bm25.planner(query, limit)
     try:
         request = next(steps)
         while True:
@@ -284,10 +284,17 @@ def candidates(
     if not probe:
         return ranking.rank(top, ranking.probe_dfs(plan, set()) if plan.sample else None)
     docs = ranking.probe_candidates(full)
+    filled = None
+    if top is not None and len(docs) < top and not bm25.required_keys(query):
+        filled = bm25.fill_key(plan)  # the rarer words found too few: add recent hits
+        if filled is not None:
+            recent = _key_rows(conn, coll, filled, bm25.PROBED)
+            docs |= {r[0] for r in recent}
+            docs |= {r[2] for r in pending if r[0] == 0 and r[1] == filled}
     ranking.add(_term_rows(conn, coll, probe, docs))
     probed = set(probe)
     ranking.add(r for r in pending if r[0] == 0 and r[1] in probed and r[2] in docs)
-    return ranking.rank(top, ranking.probe_dfs(plan, docs), docs)
+    return ranking.rank(top, ranking.probe_dfs(plan, docs, filled), docs)
 
 
 def _count(
