@@ -30,6 +30,10 @@ Cost decisions (measured with bench/bench_core.py and bench_postgres.py):
   key is read for its :data:`SAMPLE_ROWS` most recent documents only, and the best of those
   are probed for the others: reading a word held by most of a 100,000-message namespace took
   160 ms on SQLite, more than the rest of a search. Such a query ranks recent messages.
+* Both bounds serve a search for a few best hits only: a ``limit`` over PROBED plans exact (a
+  crash check counting the messages holding a word got the 2,000-message sample), and a pruned
+  ``any`` query whose rarer words found fewer documents than its limit adds the most recent
+  holders of its rarest common word (:func:`fill_key`) instead of returning short.
 * A pruned query's common keys get their IDF from their share of the probed documents (their
   exact count would mean reading all their rows). Against exact BM25 this agrees better with
   the exact top 20 than the former IDF of a count capped at the budget, which made the most
