@@ -379,6 +379,57 @@ async def test_a_search_for_many_hits_is_exact_and_a_pruned_one_fills_its_limit(
     assert len(await m.search("zeppelin beta", limit=500)) == 301
 
 
+VOCAB = [f"word{chr(97 + i)}" for i in range(10)]
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    data=st.data(),
+    n=st.integers(min_value=30, max_value=160),
+    query=st.lists(st.sampled_from([*VOCAB, "zeppelin", "quasar"]), min_size=1, max_size=4),
+    limit=st.sampled_from([1, 5, 20, 100]),
+)
+def test_property_a_bounded_search_returns_its_limit_of_true_matches(
+    store: Store, monkeypatch: pytest.MonkeyPatch, data: Any, n: int, query: list[str], limit: int
+) -> None:
+    """Random corpora (a skewed vocabulary: some words in most messages, a rare word or two)
+    under shrunk budgets, so searches prune and sample: a match="any" search returns
+    min(limit, every match) results, each a true match — the exact search (a limit over
+    PROBED) is the oracle."""
+    from mindstore.lexical import bm25
+
+    monkeypatch.setattr(bm25, "ROW_BUDGET", 40)
+    monkeypatch.setattr(bm25, "PRUNED_BUDGET", 40)
+    monkeypatch.setattr(bm25, "COUNT_BUDGET", 160)
+    monkeypatch.setattr(bm25, "SAMPLE_ROWS", bm25.PROBED)
+    weights = st.sampled_from(VOCAB[:3] * 6 + VOCAB)  # the first words in most messages
+    texts = data.draw(st.lists(st.lists(weights, min_size=2, max_size=6), min_size=n, max_size=n))
+    rare = data.draw(st.sets(st.integers(0, n - 1), max_size=3))
+
+    async def run() -> None:
+        ns = f"bounded{time.monotonic_ns()}"
+        key = SessionKey(namespace=ns, session_id="s")
+        msgs = [
+            NewMessage(
+                message=text_msg(f"m{i}", " ".join(t) + (" zeppelin" if i in rare else "")),
+                tokens=1,
+            )
+            for i, t in enumerate(texts)
+        ]
+        await store.append(key, msgs)
+        q = parse_query(" ".join(query))
+        every = {h.message_id for h in await store.search(ns, q, limit=1000)}
+        hits = await store.search(ns, q, limit=limit)
+        assert len(hits) == min(limit, len(every)), (query, limit, len(every))
+        assert {h.message_id for h in hits} <= every
+
+    asyncio.get_event_loop().run_until_complete(run())
+
+
 async def test_index_stays_exact_across_batched_index_writes(store: Store) -> None:
     """SQLite keeps new documents in a pending table and moves them to the index in batches
     (lexical.FLUSH_AT): searches, deletes and updates see both; statistics follow."""

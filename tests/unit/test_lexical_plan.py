@@ -106,14 +106,14 @@ def test_a_limit_over_probed_plans_exact_without_counting() -> None:
     assert (plan.full, plan.sample, spent) == (["alpha"], None, 0)
 
 
-def test_fill_key_is_the_rarest_probed_key() -> None:
+def test_fill_keys_are_the_probed_keys_rarest_first() -> None:
     dfs = {"alpha": 90_000, "beta": 4_000, "delta": 3_000, "gamma": 3}
     plan, _ = run_planner("alpha beta gamma delta", dfs)
     assert (plan.full, sorted(plan.probe)) == (["gamma", "delta"], ["alpha", "beta"])
-    assert bm25.fill_key(plan) == "beta"  # counted exactly, under alpha's bound
+    assert bm25.fill_keys(plan) == ["beta", "alpha"]  # beta counted exactly, under alpha's bound
     plan, _ = run_planner("alpha beta gamma", {"alpha": 90_000, "beta": 80_000, "gamma": 3})
-    assert bm25.fill_key(plan) == "alpha"  # both only known to exceed the cap: by name
-    assert bm25.fill_key(bm25.Plan(["gamma"], [], {}, {})) is None
+    assert bm25.fill_keys(plan) == ["alpha", "beta"]  # both only known to pass the cap: by name
+    assert bm25.fill_keys(bm25.Plan(["gamma"], [], {}, {})) == []
 
 
 def test_planner_without_term_keys_reads_nothing() -> None:

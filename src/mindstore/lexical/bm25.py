@@ -33,7 +33,7 @@ Cost decisions (measured with bench/bench_core.py and bench_postgres.py):
 * Both bounds serve a search for a few best hits only: a ``limit`` over PROBED plans exact (a
   crash check counting the messages holding a word got the 2,000-message sample), and a pruned
   ``any`` query whose rarer words found fewer documents than its limit adds the most recent
-  holders of its rarest common word (:func:`fill_key`) instead of returning short.
+  holders of its rarest common words (:func:`fill_keys`) instead of returning short.
 * A pruned query's common keys get their IDF from their share of the probed documents (their
   exact count would mean reading all their rows). Against exact BM25 this agrees better with
   the exact top 20 than the former IDF of a count capped at the budget, which made the most
@@ -51,7 +51,7 @@ import functools
 import heapq
 import math
 from collections import defaultdict
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -71,7 +71,7 @@ __all__ = [
     "Ranking",
     "contains_phrase",
     "document",
-    "fill_key",
+    "fill_keys",
     "passes_phrases",
     "planner",
     "probe_candidates",
@@ -371,11 +371,13 @@ class Ranking:
         first = replace(query, words=tuple(w for w in query.words if w in full))
         return {d for _, d, _ in self.rank(PROBED, query=first)}
 
-    def probe_dfs(self, plan: Plan, docs: set[int], filled: str | None = None) -> dict[str, float]:
+    def probe_dfs(
+        self, plan: Plan, docs: set[int], filled: Collection[str] = ()
+    ) -> dict[str, float]:
         """Document frequencies of a pruned query's probed keys, for their IDF: the exact
         count when it was taken, else the key's share among the probed documents scaled to
         the namespace (a word in most of them is in most of the namespace), at least the
-        lower bound counted. The ``filled`` key (:func:`fill_key`) is in every document it
+        lower bound counted. A ``filled`` key (:func:`fill_keys`) is in every document it
         added, so its share says nothing: its counted bound."""
         out: dict[str, float] = {}
         n = len(docs)
@@ -383,7 +385,7 @@ class Ranking:
             if k in plan.dfs:
                 out[k] = plan.dfs[k]
                 continue
-            if k == filled:
+            if k in filled:
                 out[k] = float(plan.lower.get(k, 0))
                 continue
             hits = len(self._terms.get(k, ())) if n else 0
@@ -554,14 +556,14 @@ def planner(query: ParsedQuery, limit: int) -> Generator[Count, Mapping[str, int
     return Plan(full, [k for k in keys if k not in full], exact, lower)
 
 
-def fill_key(plan: Plan) -> str | None:
-    """The probed key whose most recent :data:`PROBED` documents join the candidates when a
-    pruned ``any`` query's rarer words found fewer documents than the search asks for (a rare
-    word in 3 messages next to a common one: the other hits hold the common words): the
-    rarest as far as counted."""
-    if not plan.probe:
-        return None
-    return min(plan.probe, key=lambda k: (plan.dfs.get(k, plan.lower.get(k, 0)), k))
+def fill_keys(plan: Plan) -> list[str]:
+    """The probed keys whose most recent :data:`PROBED` documents join the candidates, one
+    key at a time until there are enough, when a pruned ``any`` query's rarer words found
+    fewer documents than the search asks for (a rare word in 3 messages next to common ones:
+    the other hits hold the common words): rarest first, as far as counted. One key is
+    usually enough; a key known only to pass a long query's small share of the budget may
+    hold fewer documents than asked for."""
+    return sorted(plan.probe, key=lambda k: (plan.dfs.get(k, plan.lower.get(k, 0)), k))
 
 
 def _sample(anchor: str, lower: Mapping[str, int]) -> int | None:

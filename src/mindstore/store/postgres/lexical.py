@@ -222,12 +222,13 @@ async def candidates(
     if not probe:
         return ranking.rank(top, ranking.probe_dfs(plan, set()) if plan.sample else None)
     docs = ranking.probe_candidates(full)
-    filled = None
-    if top is not None and len(docs) < top and not bm25.required_keys(query):
-        filled = bm25.fill_key(plan)  # the rarer words found too few: add recent hits
-        if filled is not None:
-            recent = await _term_rows(conn, coll, [filled], recent=bm25.PROBED)
-            docs |= {r[2] for r in recent}
+    filled: list[str] = []
+    if top is not None and not bm25.required_keys(query):
+        for key in bm25.fill_keys(plan):  # the rarer words found too few: add recent hits
+            if len(docs) >= top:
+                break
+            filled.append(key)
+            docs |= {r[2] for r in await _term_rows(conn, coll, [key], recent=bm25.PROBED)}
     ranking.add(await _term_rows(conn, coll, probe, docs))
     return ranking.rank(top, ranking.probe_dfs(plan, docs, filled), docs)
 

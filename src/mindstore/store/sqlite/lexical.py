@@ -284,13 +284,14 @@ def candidates(
     if not probe:
         return ranking.rank(top, ranking.probe_dfs(plan, set()) if plan.sample else None)
     docs = ranking.probe_candidates(full)
-    filled = None
-    if top is not None and len(docs) < top and not bm25.required_keys(query):
-        filled = bm25.fill_key(plan)  # the rarer words found too few: add recent hits
-        if filled is not None:
-            recent = _key_rows(conn, coll, filled, bm25.PROBED)
-            docs |= {r[0] for r in recent}
-            docs |= {r[2] for r in pending if r[0] == 0 and r[1] == filled}
+    filled: list[str] = []
+    if top is not None and not bm25.required_keys(query):
+        for key in bm25.fill_keys(plan):  # the rarer words found too few: add recent hits
+            if len(docs) >= top:
+                break
+            filled.append(key)
+            docs |= {r[0] for r in _key_rows(conn, coll, key, bm25.PROBED)}
+            docs |= {r[2] for r in pending if r[0] == 0 and r[1] == key}
     ranking.add(_term_rows(conn, coll, probe, docs))
     probed = set(probe)
     ranking.add(r for r in pending if r[0] == 0 and r[1] in probed and r[2] in docs)
