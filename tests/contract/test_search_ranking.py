@@ -379,6 +379,34 @@ async def test_a_search_for_many_hits_is_exact_and_a_pruned_one_fills_its_limit(
     assert len(await m.search("zeppelin beta", limit=500)) == 301
 
 
+async def test_a_pruned_search_limited_to_a_session_fills_from_that_session(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The namespace's most recent holders of a common word may all be in other sessions: a
+    search limited to sessions reads more of them and keeps its own (budgets shrunk)."""
+    from mindstore.lexical import bm25
+
+    monkeypatch.setattr(bm25, "ROW_BUDGET", 40)
+    monkeypatch.setattr(bm25, "PRUNED_BUDGET", 40)
+    monkeypatch.setattr(bm25, "COUNT_BUDGET", 160)
+    small = SessionKey(namespace="fill", session_id="small")
+    big = SessionKey(namespace="fill", session_id="big")
+    await store.append(
+        small,
+        [NewMessage(message=text_msg(f"s{i}", f"common note {i}"), tokens=1) for i in range(30)]
+        + [NewMessage(message=text_msg("z", "zeppelin"), tokens=1)],
+    )
+    await store.append(  # newer: the namespace's most recent holders of "common"
+        big,
+        [NewMessage(message=text_msg(f"b{i}", f"common item {i}"), tokens=1) for i in range(300)],
+    )
+    s = Session.create(store, "small", namespace="fill")
+    hits = await s.search("zeppelin common", limit=10)
+    assert len(hits) == 10
+    assert hits[0].message_id == "z"
+    assert all(h.session_id == "small" for h in hits)
+
+
 VOCAB = [f"word{chr(97 + i)}" for i in range(10)]
 
 

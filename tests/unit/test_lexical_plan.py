@@ -106,14 +106,21 @@ def test_a_limit_over_probed_plans_exact_without_counting() -> None:
     assert (plan.full, plan.sample, spent) == (["alpha"], None, 0)
 
 
-def test_fill_keys_are_the_probed_keys_rarest_first() -> None:
+def test_fill_reads_the_probed_keys_rarest_first_within_a_budget() -> None:
     dfs = {"alpha": 90_000, "beta": 4_000, "delta": 3_000, "gamma": 3}
     plan, _ = run_planner("alpha beta gamma delta", dfs)
     assert (plan.full, sorted(plan.probe)) == (["gamma", "delta"], ["alpha", "beta"])
-    assert bm25.fill_keys(plan) == ["beta", "alpha"]  # beta counted exactly, under alpha's bound
+    p = bm25.PROBED
+    # beta counted exactly, under alpha's bound
+    assert bm25.fill_reads(plan, False) == [("beta", p), ("alpha", p)]
+    q = bm25.FILL_ROWS // 4  # limited to sessions: more rows a key, fewer keys
+    assert bm25.fill_reads(plan, True) == [("beta", q), ("alpha", q)]
     plan, _ = run_planner("alpha beta gamma", {"alpha": 90_000, "beta": 80_000, "gamma": 3})
-    assert bm25.fill_keys(plan) == ["alpha", "beta"]  # both only known to pass the cap: by name
-    assert bm25.fill_keys(bm25.Plan(["gamma"], [], {}, {})) == []
+    assert [k for k, _ in bm25.fill_reads(plan, False)] == ["alpha", "beta"]  # ties: by name
+    assert bm25.fill_reads(bm25.Plan(["gamma"], [], {}, {}), False) == []
+    many = bm25.Plan(["gamma"], [f"k{i:02}" for i in range(60)], {}, {})
+    assert sum(n for _, n in bm25.fill_reads(many, False)) <= bm25.FILL_ROWS
+    assert sum(n for _, n in bm25.fill_reads(many, True)) <= bm25.FILL_ROWS
 
 
 def test_planner_without_term_keys_reads_nothing() -> None:

@@ -33,7 +33,7 @@ Cost decisions (measured with bench/bench_core.py and bench_postgres.py):
 * Both bounds serve a search for a few best hits only: a ``limit`` over PROBED plans exact (a
   crash check counting the messages holding a word got the 2,000-message sample), and a pruned
   ``any`` query whose rarer words found fewer documents than its limit adds the most recent
-  holders of its rarest common words (:func:`fill_keys`) instead of returning short.
+  holders of its rarest common words (:func:`fill_reads`) instead of returning short.
 * A pruned query's common keys get their IDF from their share of the probed documents (their
   exact count would mean reading all their rows). Against exact BM25 this agrees better with
   the exact top 20 than the former IDF of a count capped at the budget, which made the most
@@ -71,7 +71,7 @@ __all__ = [
     "Ranking",
     "contains_phrase",
     "document",
-    "fill_keys",
+    "fill_reads",
     "passes_phrases",
     "planner",
     "probe_candidates",
@@ -377,7 +377,7 @@ class Ranking:
         """Document frequencies of a pruned query's probed keys, for their IDF: the exact
         count when it was taken, else the key's share among the probed documents scaled to
         the namespace (a word in most of them is in most of the namespace), at least the
-        lower bound counted. A ``filled`` key (:func:`fill_keys`) is in every document it
+        lower bound counted. A ``filled`` key (:func:`fill_reads`) is in every document it
         added, so its share says nothing: its counted bound."""
         out: dict[str, float] = {}
         n = len(docs)
@@ -556,14 +556,24 @@ def planner(query: ParsedQuery, limit: int) -> Generator[Count, Mapping[str, int
     return Plan(full, [k for k in keys if k not in full], exact, lower)
 
 
-def fill_keys(plan: Plan) -> list[str]:
-    """The probed keys whose most recent :data:`PROBED` documents join the candidates, one
-    key at a time until there are enough, when a pruned ``any`` query's rarer words found
-    fewer documents than the search asks for (a rare word in 3 messages next to common ones:
-    the other hits hold the common words): rarest first, as far as counted. One key is
-    usually enough; a key known only to pass a long query's small share of the budget may
-    hold fewer documents than asked for."""
-    return sorted(plan.probe, key=lambda k: (plan.dfs.get(k, plan.lower.get(k, 0)), k))
+FILL_ROWS: Final = 2_000
+"""Index rows a pruned search may read to fill its limit (:func:`fill_reads`)."""
+
+
+def fill_reads(plan: Plan, sessions: bool) -> list[tuple[str, int]]:
+    """When a pruned ``any`` query's rarer words found fewer documents than the search asks
+    for (a rare word in 3 messages next to common ones: the other hits hold the common
+    words), the probed keys whose most recent documents join the candidates, one key at a
+    time until there are enough: ``(key, rows to read)``, rarest first as far as counted,
+    within :data:`FILL_ROWS`. One key is usually enough; a key known only to pass a long
+    query's small share of the budget may hold fewer documents than asked for.
+
+    A namespace-wide search reads :data:`PROBED` rows a key; one limited to ``sessions``
+    reads a quarter of FILL_ROWS a key and keeps the documents of those sessions (the
+    namespace's most recent holders of a word may all be elsewhere)."""
+    per = FILL_ROWS // 4 if sessions else PROBED
+    keys = sorted(plan.probe, key=lambda k: (plan.dfs.get(k, plan.lower.get(k, 0)), k))
+    return [(k, per) for k in keys[: max(1, FILL_ROWS // per)]]
 
 
 def _sample(anchor: str, lower: Mapping[str, int]) -> int | None:

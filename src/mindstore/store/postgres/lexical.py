@@ -224,11 +224,12 @@ async def candidates(
     docs = ranking.probe_candidates(full)
     filled: list[str] = []
     if top is not None and not bm25.required_keys(query):
-        for key in bm25.fill_keys(plan):  # the rarer words found too few: add recent hits
+        for key, n in bm25.fill_reads(plan, sids is not None):  # too few: add recent hits
             if len(docs) >= top:
                 break
             filled.append(key)
-            docs |= {r[2] for r in await _term_rows(conn, coll, [key], recent=bm25.PROBED)}
+            recent = await _term_rows(conn, coll, [key], recent=n)
+            docs |= {r[2] for r in recent if sids is None or r[3] in sids}
     ranking.add(await _term_rows(conn, coll, probe, docs))
     return ranking.rank(top, ranking.probe_dfs(plan, docs, filled), docs)
 

@@ -286,12 +286,13 @@ def candidates(
     docs = ranking.probe_candidates(full)
     filled: list[str] = []
     if top is not None and not bm25.required_keys(query):
-        for key in bm25.fill_keys(plan):  # the rarer words found too few: add recent hits
+        for key, n in bm25.fill_reads(plan, sids is not None):  # too few: add recent hits
             if len(docs) >= top:
                 break
             filled.append(key)
-            docs |= {r[0] for r in _key_rows(conn, coll, key, bm25.PROBED)}
-            docs |= {r[2] for r in pending if r[0] == 0 and r[1] == key}
+            recent = [(r[0], r[1]) for r in _key_rows(conn, coll, key, n)]
+            recent += [(r[2], r[3]) for r in pending if r[0] == 0 and r[1] == key]
+            docs |= {d for d, sid in recent if sids is None or sid in sids}
     ranking.add(_term_rows(conn, coll, probe, docs))
     probed = set(probe)
     ranking.add(r for r in pending if r[0] == 0 and r[1] in probed and r[2] in docs)
