@@ -324,7 +324,7 @@ async def test_a_query_of_only_common_words_reads_a_recent_sample(
     monkeypatch.setattr(bm25, "ROW_BUDGET", 40)
     monkeypatch.setattr(bm25, "PRUNED_BUDGET", 40)
     monkeypatch.setattr(bm25, "COUNT_BUDGET", 160)
-    monkeypatch.setattr(bm25, "SAMPLE_ROWS", 10)
+    monkeypatch.setattr(bm25, "SAMPLE_ROWS", 30)  # at least the limit: else read in full
     key = SessionKey(namespace="sampled", session_id="s")
     filler = " ".join(f"filler{j}" for j in range(20))
     msgs = [
@@ -405,6 +405,41 @@ async def test_a_pruned_search_limited_to_a_session_fills_from_that_session(
     assert len(hits) == 10
     assert hits[0].message_id == "z"
     assert all(h.session_id == "small" for h in hits)
+
+
+async def test_a_sampled_search_limited_to_a_quiet_session_reads_in_full(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A query of only common words reads a recent sample of the namespace; when a search
+    limited to sessions finds fewer than its limit of theirs in it, it reads the word in full
+    rather than answer short (budgets shrunk)."""
+    from mindstore.lexical import bm25
+
+    monkeypatch.setattr(bm25, "ROW_BUDGET", 40)
+    monkeypatch.setattr(bm25, "PRUNED_BUDGET", 40)
+    monkeypatch.setattr(bm25, "COUNT_BUDGET", 160)
+    monkeypatch.setattr(bm25, "SAMPLE_ROWS", 10)
+    old = SessionKey(namespace="quiet", session_id="old")
+    new = SessionKey(namespace="quiet", session_id="new")
+    await store.append(
+        old,
+        [NewMessage(message=text_msg(f"o{i}", f"alpha beta old {i}"), tokens=1) for i in range(30)],
+    )
+    await store.append(
+        new,
+        [
+            NewMessage(message=text_msg(f"n{i}", f"alpha beta new {i}"), tokens=1)
+            for i in range(100)
+        ],
+    )
+    s = Session.create(store, "old", namespace="quiet")
+    for text in ("alpha", "alpha beta"):
+        hits = await s.search(text, limit=20)
+        assert len(hits) == 20, text
+        assert {h.session_id for h in hits} == {"old"}
+    assert len(await s.search('"alpha beta"', limit=50)) == 30
+    m = SessionManager(store, namespace="quiet")
+    assert len(await m.search("alpha", limit=20)) == 20  # a sample under the limit: read in full
 
 
 VOCAB = [f"word{chr(97 + i)}" for i in range(10)]

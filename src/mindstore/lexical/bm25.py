@@ -33,7 +33,9 @@ Cost decisions (measured with bench/bench_core.py and bench_postgres.py):
 * Both bounds serve a search for a few best hits only: a ``limit`` over PROBED plans exact (a
   crash check counting the messages holding a word got the 2,000-message sample), and a pruned
   ``any`` query whose rarer words found fewer documents than its limit adds the most recent
-  holders of its rarest common words (:func:`fill_reads`) instead of returning short.
+  holders of its rarest common words (:func:`fill_reads`) instead of returning short; and a
+  sample holding fewer than the limit (of the searched sessions' documents, when limited to
+  sessions) is replaced by the anchor read in full.
 * A pruned query's common keys get their IDF from their share of the probed documents (their
   exact count would mean reading all their rows). Against exact BM25 this agrees better with
   the exact top 20 than the former IDF of a count capped at the budget, which made the most
@@ -271,6 +273,16 @@ class Ranking:
             per[doc] = (tf, ctx)
             sid_of[doc] = sid
             dl_of[doc] = dl
+
+    def too_few(self, keys: Iterable[str], limit: int) -> bool:
+        """Whether the documents read for ``keys`` are fewer than ``limit``, counting only the
+        searched sessions' when limited to sessions: a recent sample of a common word
+        (:data:`SAMPLE_ROWS`) may hold none of a quiet session's."""
+        docs = {d for k in keys for d in self._terms.get(k, ())}
+        if self.sids is not None:
+            sids, sid_of = self.sids, self._sid
+            return sum(1 for d in docs if sid_of[d] in sids) < limit
+        return len(docs) < limit
 
     def documents(self, key: str) -> set[int]:
         """The documents read for a term key."""

@@ -19,6 +19,7 @@ loaded table still cost a heap visit each until then.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
 from mindstore.lexical import bm25
@@ -219,6 +220,10 @@ async def candidates(
     # without phrases every candidate is a hit: only the best `limit` need sorting
     top = None if query.phrases else limit
     ranking.add(rows)
+    if plan.sample is not None and ranking.too_few(full, limit):
+        # the recent sample holds too few (of the searched sessions'): read in full
+        ranking.add(await _term_rows(conn, coll, full))
+        plan = replace(plan, sample=None)
     if not probe:
         return ranking.rank(top, ranking.probe_dfs(plan, set()) if plan.sample else None)
     docs = ranking.probe_candidates(full)

@@ -19,6 +19,7 @@ import functools
 import json
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Any, Final
 
 from mindstore.lexical import bm25
@@ -281,6 +282,11 @@ def candidates(
     for key in full:
         ranking.add_term(key, _key_rows(conn, coll, key, plan.sample))
     ranking.add(rows)
+    if plan.sample is not None and ranking.too_few(full, limit):
+        # the recent sample holds too few (of the searched sessions'): read in full
+        for key in full:
+            ranking.add_term(key, _key_rows(conn, coll, key, None))
+        plan = replace(plan, sample=None)
     if not probe:
         return ranking.rank(top, ranking.probe_dfs(plan, set()) if plan.sample else None)
     docs = ranking.probe_candidates(full)
