@@ -410,9 +410,10 @@ async def test_a_pruned_search_limited_to_a_session_fills_from_that_session(
 async def test_a_sampled_search_limited_to_a_quiet_session_reads_in_full(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A query of only common words reads a recent sample of the namespace; when a search
-    limited to sessions finds fewer than its limit of theirs in it, it reads the word in full
-    rather than answer short (budgets shrunk)."""
+    """A query of only common words reads a recent sample of the namespace, and a pruned one
+    fills its limit from recent holders of its common words; when a search limited to
+    sessions finds fewer than its limit of theirs there, it reads the words in full rather
+    than answer short (budgets shrunk)."""
     from mindstore.lexical import bm25
 
     monkeypatch.setattr(bm25, "ROW_BUDGET", 40)
@@ -438,6 +439,12 @@ async def test_a_sampled_search_limited_to_a_quiet_session_reads_in_full(
         assert len(hits) == 20, text
         assert {h.session_id for h in hits} == {"old"}
     assert len(await s.search('"alpha beta"', limit=50)) == 30
+    # a word no message holds next to common ones: the recent holders the fill reads are all
+    # in the busy session, so the common words are read in full
+    monkeypatch.setattr(bm25, "FILL_ROWS", 40)
+    hits = await s.search("zeppelin alpha", limit=20)
+    assert len(hits) == 20
+    assert {h.session_id for h in hits} == {"old"}
     m = SessionManager(store, namespace="quiet")
     assert len(await m.search("alpha", limit=20)) == 20  # a sample under the limit: read in full
 
@@ -460,8 +467,9 @@ def test_property_a_bounded_search_returns_its_limit_of_true_matches(
     store: Store, monkeypatch: pytest.MonkeyPatch, data: Any, n: int, query: list[str], limit: int
 ) -> None:
     """Random corpora (a skewed vocabulary: some words in most messages, a rare word or two)
-    under shrunk budgets, so searches prune and sample: a match="any" search returns
-    min(limit, every match) results, each a true match — the exact search (a limit over
+    in two sessions, the quiet one written first, under shrunk budgets, so searches prune,
+    sample and fill: a match="any" search — namespace-wide or limited to either session —
+    returns min(limit, every match) results, each a true match; the exact search (a limit over
     PROBED) is the oracle."""
     from mindstore.lexical import bm25
 
@@ -469,13 +477,14 @@ def test_property_a_bounded_search_returns_its_limit_of_true_matches(
     monkeypatch.setattr(bm25, "PRUNED_BUDGET", 40)
     monkeypatch.setattr(bm25, "COUNT_BUDGET", 160)
     monkeypatch.setattr(bm25, "SAMPLE_ROWS", bm25.PROBED)
+    monkeypatch.setattr(bm25, "FILL_ROWS", 40)
     weights = st.sampled_from(VOCAB[:3] * 6 + VOCAB)  # the first words in most messages
     texts = data.draw(st.lists(st.lists(weights, min_size=2, max_size=6), min_size=n, max_size=n))
     rare = data.draw(st.sets(st.integers(0, n - 1), max_size=3))
+    quiet = data.draw(st.integers(0, n))  # the first `quiet` messages go to the quiet session
 
     async def run() -> None:
         ns = f"bounded{time.monotonic_ns()}"
-        key = SessionKey(namespace=ns, session_id="s")
         msgs = [
             NewMessage(
                 message=text_msg(f"m{i}", " ".join(t) + (" zeppelin" if i in rare else "")),
@@ -483,12 +492,17 @@ def test_property_a_bounded_search_returns_its_limit_of_true_matches(
             )
             for i, t in enumerate(texts)
         ]
-        await store.append(key, msgs)
+        for sid, part in (("quiet", msgs[:quiet]), ("busy", msgs[quiet:])):
+            if part:
+                await store.append(SessionKey(namespace=ns, session_id=sid), part)
         q = parse_query(" ".join(query))
-        every = {h.message_id for h in await store.search(ns, q, limit=1000)}
-        hits = await store.search(ns, q, limit=limit)
-        assert len(hits) == min(limit, len(every)), (query, limit, len(every))
-        assert {h.message_id for h in hits} <= every
+        for session_ids in (None, ["quiet"], ["busy"]):
+            every = {
+                h.message_id for h in await store.search(ns, q, session_ids=session_ids, limit=1000)
+            }
+            hits = await store.search(ns, q, session_ids=session_ids, limit=limit)
+            assert len(hits) == min(limit, len(every)), (query, limit, session_ids, len(every))
+            assert {h.message_id for h in hits} <= every
 
     asyncio.get_event_loop().run_until_complete(run())
 

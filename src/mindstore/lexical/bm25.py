@@ -33,7 +33,8 @@ Cost decisions (measured with bench/bench_core.py and bench_postgres.py):
 * Both bounds serve a search for a few best hits only: a ``limit`` over PROBED plans exact (a
   crash check counting the messages holding a word got the 2,000-message sample), and a pruned
   ``any`` query whose rarer words found fewer documents than its limit adds the most recent
-  holders of its rarest common words (:func:`fill_reads`) instead of returning short; and a
+  holders of its rarest common words (:func:`fill_reads`) instead of returning short (read
+  in full when even those are too few: a quiet session of a busy namespace); and a
   sample holding fewer than the limit (of the searched sessions' documents, when limited to
   sessions) is replaced by the anchor read in full.
 * A pruned query's common keys get their IDF from their share of the probed documents (their

@@ -235,6 +235,9 @@ async def candidates(
             filled.append(key)
             recent = await _term_rows(conn, coll, [key], recent=n)
             docs |= {r[2] for r in recent if sids is None or r[3] in sids}
+        if len(docs) < top:  # still too few (quiet sessions of a busy namespace): exact
+            ranking.add(await _term_rows(conn, coll, probe))
+            return ranking.rank(top)
     ranking.add(await _term_rows(conn, coll, probe, docs))
     return ranking.rank(top, ranking.probe_dfs(plan, docs, filled), docs)
 

@@ -299,6 +299,11 @@ def candidates(
             recent = [(r[0], r[1]) for r in _key_rows(conn, coll, key, n)]
             recent += [(r[2], r[3]) for r in pending if r[0] == 0 and r[1] == key]
             docs |= {d for d, sid in recent if sids is None or sid in sids}
+        if len(docs) < top:  # still too few (quiet sessions of a busy namespace): exact
+            ranking.add(_term_rows(conn, coll, probe))
+            probed = set(probe)
+            ranking.add(r for r in pending if r[0] == 0 and r[1] in probed)
+            return ranking.rank(top)
     ranking.add(_term_rows(conn, coll, probe, docs))
     probed = set(probe)
     ranking.add(r for r in pending if r[0] == 0 and r[1] in probed and r[2] in docs)
