@@ -26,6 +26,17 @@ def ids(results: list[Any]) -> list[str]:
     return [r.message_id for r in results]
 
 
+def shrink_budgets(monkeypatch: pytest.MonkeyPatch, **more: int) -> None:
+    """The search's row budgets shrunk (mindstore.lexical.bm25), so a namespace of a few
+    hundred messages prunes, samples and fills like one of a hundred thousand; ``more`` sets
+    other bm25 budgets (``SAMPLE_ROWS=10``)."""
+    from mindstore.lexical import bm25
+
+    budgets = {"ROW_BUDGET": 40, "PRUNED_BUDGET": 40, "COUNT_BUDGET": 160, **more}
+    for name, value in budgets.items():
+        monkeypatch.setattr(bm25, name, value)
+
+
 async def test_a_natural_question_finds_the_evidence(store: Store) -> None:
     m = SessionManager(store, namespace="conv")
     s1 = (await m.create("session_1")).id
@@ -319,12 +330,7 @@ async def test_a_query_of_only_common_words_reads_a_recent_sample(
     not yet moved into the index), not all of them: bounded work. Budgets shrunk so a small
     namespace shows it. The old messages are the best BM25 matches (short), so exact ranking
     would return them; a word only they hold still finds them."""
-    from mindstore.lexical import bm25
-
-    monkeypatch.setattr(bm25, "ROW_BUDGET", 40)
-    monkeypatch.setattr(bm25, "PRUNED_BUDGET", 40)
-    monkeypatch.setattr(bm25, "COUNT_BUDGET", 160)
-    monkeypatch.setattr(bm25, "SAMPLE_ROWS", 30)  # at least the limit: else read in full
+    shrink_budgets(monkeypatch, SAMPLE_ROWS=30)  # at least the limit: else read in full
     key = SessionKey(namespace="sampled", session_id="s")
     filler = " ".join(f"filler{j}" for j in range(20))
     msgs = [
@@ -352,12 +358,7 @@ async def test_a_search_for_many_hits_is_exact_and_a_pruned_one_fills_its_limit(
     messages that hold a word found a sample of 2,000 instead). And when a pruned query's
     rare word is in fewer messages than asked for, recent holders of its common words fill
     the rest. Budgets shrunk so a small namespace shows it."""
-    from mindstore.lexical import bm25
-
-    monkeypatch.setattr(bm25, "ROW_BUDGET", 40)
-    monkeypatch.setattr(bm25, "PRUNED_BUDGET", 40)
-    monkeypatch.setattr(bm25, "COUNT_BUDGET", 160)
-    monkeypatch.setattr(bm25, "SAMPLE_ROWS", 10)
+    shrink_budgets(monkeypatch, SAMPLE_ROWS=10)
     key = SessionKey(namespace="many", session_id="s")
     msgs = [
         NewMessage(message=text_msg(f"m{i}", f"alpha beta item{i}"), tokens=1) for i in range(300)
@@ -384,11 +385,7 @@ async def test_a_pruned_search_limited_to_a_session_fills_from_that_session(
 ) -> None:
     """The namespace's most recent holders of a common word may all be in other sessions: a
     search limited to sessions reads more of them and keeps its own (budgets shrunk)."""
-    from mindstore.lexical import bm25
-
-    monkeypatch.setattr(bm25, "ROW_BUDGET", 40)
-    monkeypatch.setattr(bm25, "PRUNED_BUDGET", 40)
-    monkeypatch.setattr(bm25, "COUNT_BUDGET", 160)
+    shrink_budgets(monkeypatch)
     small = SessionKey(namespace="fill", session_id="small")
     big = SessionKey(namespace="fill", session_id="big")
     await store.append(
@@ -414,12 +411,7 @@ async def test_a_sampled_search_limited_to_a_quiet_session_reads_in_full(
     fills its limit from recent holders of its common words; when a search limited to
     sessions finds fewer than its limit of theirs there, it reads the words in full rather
     than answer short (budgets shrunk)."""
-    from mindstore.lexical import bm25
-
-    monkeypatch.setattr(bm25, "ROW_BUDGET", 40)
-    monkeypatch.setattr(bm25, "PRUNED_BUDGET", 40)
-    monkeypatch.setattr(bm25, "COUNT_BUDGET", 160)
-    monkeypatch.setattr(bm25, "SAMPLE_ROWS", 10)
+    shrink_budgets(monkeypatch, SAMPLE_ROWS=10)
     old = SessionKey(namespace="quiet", session_id="old")
     new = SessionKey(namespace="quiet", session_id="new")
     await store.append(
@@ -441,7 +433,7 @@ async def test_a_sampled_search_limited_to_a_quiet_session_reads_in_full(
     assert len(await s.search('"alpha beta"', limit=50)) == 30
     # a word no message holds next to common ones: the recent holders the fill reads are all
     # in the busy session, so the common words are read in full
-    monkeypatch.setattr(bm25, "FILL_ROWS", 40)
+    shrink_budgets(monkeypatch, FILL_ROWS=40)
     hits = await s.search("zeppelin alpha", limit=20)
     assert len(hits) == 20
     assert {h.session_id for h in hits} == {"old"}
@@ -473,11 +465,7 @@ def test_property_a_bounded_search_returns_its_limit_of_true_matches(
     PROBED) is the oracle."""
     from mindstore.lexical import bm25
 
-    monkeypatch.setattr(bm25, "ROW_BUDGET", 40)
-    monkeypatch.setattr(bm25, "PRUNED_BUDGET", 40)
-    monkeypatch.setattr(bm25, "COUNT_BUDGET", 160)
-    monkeypatch.setattr(bm25, "SAMPLE_ROWS", bm25.PROBED)
-    monkeypatch.setattr(bm25, "FILL_ROWS", 40)
+    shrink_budgets(monkeypatch, SAMPLE_ROWS=bm25.PROBED, FILL_ROWS=40)
     weights = st.sampled_from(VOCAB[:3] * 6 + VOCAB)  # the first words in most messages
     texts = data.draw(st.lists(st.lists(weights, min_size=2, max_size=6), min_size=n, max_size=n))
     rare = data.draw(st.sets(st.integers(0, n - 1), max_size=3))
