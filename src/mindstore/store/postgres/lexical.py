@@ -216,7 +216,6 @@ async def candidates(
             binary=True,
         )
         rows += await cur.fetchall()
-    lengths = {r[0]: r[2] for r in stats} if sessions else None
     # without phrases every candidate is a hit: only the best `limit` need sorting
     top = None if query.phrases else limit
     ranking.add(rows)

@@ -290,6 +290,7 @@ def candidates(
     if not probe:
         return ranking.rank(top, ranking.probe_dfs(plan, set()) if plan.sample else None)
     docs = ranking.probe_candidates(full)
+    probed = set(probe)
     filled: list[str] = []
     if top is not None and not bm25.required_keys(query):
         for key, n in bm25.fill_reads(plan, sids is not None):  # too few: add recent hits
@@ -301,11 +302,9 @@ def candidates(
             docs |= {d for d, sid in recent if sids is None or sid in sids}
         if len(docs) < top:  # still too few (quiet sessions of a busy namespace): exact
             ranking.add(_term_rows(conn, coll, probe))
-            probed = set(probe)
             ranking.add(r for r in pending if r[0] == 0 and r[1] in probed)
             return ranking.rank(top)
     ranking.add(_term_rows(conn, coll, probe, docs))
-    probed = set(probe)
     ranking.add(r for r in pending if r[0] == 0 and r[1] in probed and r[2] in docs)
     return ranking.rank(top, ranking.probe_dfs(plan, docs, filled), docs)
 
