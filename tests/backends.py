@@ -267,3 +267,27 @@ async def dump_tables(backend: str, location: Any) -> dict[str, list[tuple[Any, 
             cur = await conn.execute(f'SELECT t::text FROM "{schema}"."{name}" t')
             out[name] = [tuple(r) for r in await cur.fetchall()]
     return out
+
+
+# Each (coll, doc)'s term rows (kind 0), as search_docs must hold them: one row of arrays.
+MIRROR_SQL = """
+    SELECT coll, doc, part, dl, key, tf, ctx FROM search_terms WHERE kind = 0
+    EXCEPT ALL
+    SELECT coll, doc, part, dl, u.key, u.tf, u.ctx FROM search_docs,
+    LATERAL unnest(keys, tfs, ctxs) AS u(key, tf, ctx)
+"""
+
+
+async def search_docs_mismatch(conn: Any) -> list[tuple[Any, ...]]:
+    """Rows in one of search_terms (kind 0) and search_docs but not the other (both ways), and
+    search_docs rows whose arrays differ in length or are empty."""
+    out: list[tuple[Any, ...]] = []
+    for sql in (
+        MIRROR_SQL,
+        MIRROR_SQL.split("EXCEPT ALL")[1] + " EXCEPT ALL " + MIRROR_SQL.split("EXCEPT ALL")[0],
+        "SELECT coll, doc FROM search_docs WHERE cardinality(keys) = 0"
+        " OR cardinality(keys) <> cardinality(tfs) OR cardinality(keys) <> cardinality(ctxs)",
+    ):
+        cur = await conn.execute(sql)
+        out += await cur.fetchall()
+    return out

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from backends import drop_schema, new_schema_name, postgres_url_or_skip
+from backends import drop_schema, new_schema_name, postgres_url_or_skip, search_docs_mismatch
 from mindstore.search import index_text, parse_query
 from mindstore.session import Session
 
@@ -167,16 +167,18 @@ async def test_v9_lexical_rows_keep_their_unique_key_which_becomes_covering() ->
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
             await conn.execute(f'SET search_path TO "{schema}"')
             # back to version 9: the primary key m008 made, as a database written then has it
+            # (and no search_docs, m011's)
             await conn.execute(
                 "ALTER TABLE search_terms DROP CONSTRAINT search_terms_pkey,"
                 " ADD PRIMARY KEY (coll, kind, key, doc)"
             )
+            await conn.execute("DROP TABLE search_docs")
             await conn.execute("UPDATE mindstore_schema SET version = 9")
             cur = await conn.execute("SELECT count(*) FROM search_terms")
             before = await cur.fetchone()
         store = await PostgresStore.open(url, schema=schema, min_size=1, max_size=1)
         try:
-            assert (await store.stats())["schema_version"] == LATEST_VERSION == 10
+            assert (await store.stats())["schema_version"] == LATEST_VERSION
             hits = await store.search("default", parse_query("deployment"))
             assert sorted(h.message_id for h in hits) == ["a1", "a2"]
         finally:
@@ -200,5 +202,38 @@ async def test_v9_lexical_rows_keep_their_unique_key_which_becomes_covering() ->
             assert await cur.fetchone() == (2,)  # the key and (coll, doc): nothing doubled
             with pytest.raises(psycopg.errors.UniqueViolation):
                 await conn.execute("INSERT INTO search_terms SELECT * FROM search_terms LIMIT 1")
+    finally:
+        await drop_schema(url, schema)
+
+
+async def test_v10_term_rows_are_copied_into_search_docs() -> None:
+    """m011 adds search_docs (each document's term rows as one row, for probing many keys in a
+    few documents) and fills it from the term rows of a populated schema."""
+    import psycopg
+
+    from mindstore.store.postgres import PostgresStore
+
+    url = postgres_url_or_skip()
+    schema = new_schema_name()
+    a = [
+        _msg("a1", "The deployment to kubernetes failed"),
+        _msg("a2", "deployment again, rolled back", tool="kubectl rollout undo"),
+        _msg("a3", "Café crème for the team"),
+    ]
+    try:
+        await _make_v4(url, schema, {"a": a, "b": [_msg("b1", "kubernetes is fine")]})
+        store = await PostgresStore.open(url, schema=schema, min_size=1, max_size=1)
+        await store.aclose()
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            await conn.execute(f'SET search_path TO "{schema}"')
+            await conn.execute("DROP TABLE search_docs")  # back to version 10
+            await conn.execute("UPDATE mindstore_schema SET version = 10")
+        store = await PostgresStore.open(url, schema=schema, min_size=1, max_size=1)
+        await store.aclose()
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            await conn.execute(f'SET search_path TO "{schema}"')
+            cur = await conn.execute("SELECT count(*) FROM search_docs")
+            assert await cur.fetchone() == (4,)
+            assert await search_docs_mismatch(conn) == []
     finally:
         await drop_schema(url, schema)

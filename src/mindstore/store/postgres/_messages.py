@@ -112,6 +112,10 @@ _INSERT_ONE_SQL = (
     " SELECT %(coll)s, u.kind, u.key, ins.seq, %(sid)s, u.tf, u.ctx, %(dl)s FROM ins,"
     " unnest(%(kinds)s::smallint[], %(keys)s::text[], %(tfs)s::real[], %(ctxs)s::real[])"
     " AS u(kind, key, tf, ctx)"
+    "), docs AS ("
+    " INSERT INTO search_docs (coll, doc, part, dl, keys, tfs, ctxs)"
+    " SELECT %(coll)s, ins.seq, %(sid)s, %(dl)s, %(dkeys)s::text[], %(dtfs)s::real[],"
+    " %(dctxs)s::real[] FROM ins WHERE cardinality(%(dkeys)s::text[]) > 0"
     "), counted AS ("
     " INSERT INTO search_stats AS st (coll, part, docs, length)"
     " SELECT %(coll)s, %(sid)s, 1, %(dl)s FROM ins WHERE %(indexed)s"
@@ -281,6 +285,7 @@ async def _insert_one(
         parent_text = None
     parent_seq = _rules.resolve_parent(key, parent, leaf, found.get)
     doc = lexical.message_document(p.text, p.tool, parent_text)
+    dkeys, dtfs, dctxs = lexical.term_arrays(doc)
     cur = await conn.execute(
         _INSERT_ONE_SQL,
         {
@@ -301,6 +306,9 @@ async def _insert_one(
             "tfs": [r[2] for r in doc.rows],
             "ctxs": [r[3] for r in doc.rows],
             "dl": doc.length,
+            "dkeys": dkeys,
+            "dtfs": dtfs,
+            "dctxs": dctxs,
             "indexed": bool(doc.rows),
         },
     )

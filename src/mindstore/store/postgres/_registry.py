@@ -147,7 +147,7 @@ async def delete_namespace(conn: Conn, namespace: str) -> dict[str, int]:
     colls = [message_collection(namespace)] + [
         entry_collection(namespace, scope, label) for scope, label in await cur.fetchall()
     ]
-    for table in ("search_terms", "search_stats"):  # the namespace's lexical index
+    for table in ("search_terms", "search_docs", "search_stats"):  # the namespace's lexical index
         await conn.execute(f"DELETE FROM {table} WHERE coll = ANY(%s)", (colls,))
     # Every namespace-owned table, children first. A new table holding namespace data gets
     # one line here (tests/contract/test_delete_namespace.py checks every table of the
