@@ -291,3 +291,20 @@ async def search_docs_mismatch(conn: Any) -> list[tuple[Any, ...]]:
         cur = await conn.execute(sql)
         out += await cur.fetchall()
     return out
+
+
+def tool_message(mid: str, text: str, tool: str | None = None) -> dict[str, object]:
+    """An assistant message with ``text``, and a tool call whose input is ``tool`` if given."""
+    parts: list[dict[str, object]] = [{"type": "text", "text": text}]
+    if tool is not None:
+        parts.append(
+            {
+                "type": "tool-call",
+                "toolCallId": f"c-{mid}",
+                "toolName": "run",
+                "state": "output-available",
+                "input": {"cmd": tool},
+                "output": "ok",
+            }
+        )
+    return {"id": mid, "role": "assistant", "parts": parts}

@@ -7,11 +7,18 @@ contract suite's (tests/contract/test_search_ranking.py prunes on both backends)
 from __future__ import annotations
 
 import random
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from backends import drop_schema, new_schema_name, postgres_url_or_skip, search_docs_mismatch
+from backends import (
+    drop_schema,
+    new_schema_name,
+    postgres_url_or_skip,
+    search_docs_mismatch,
+    tool_message,
+)
 from mindstore import PostgresStore, SessionManager
 from mindstore.lexical.collections import message_collection
 from mindstore.store.base import ScopeKey
@@ -35,109 +42,92 @@ WORDS = [
 ]
 
 
-def msg(mid: str, text: str, role: str = "user", tool: str | None = None) -> dict[str, Any]:
-    parts: list[dict[str, Any]] = [{"type": "text", "text": text}]
-    if tool is not None:
-        parts.append(
-            {
-                "type": "tool-run",
-                "toolCallId": f"c-{mid}",
-                "state": "output-available",
-                "input": {"cmd": tool},
-                "output": "ok",
-            }
-        )
-    return {"id": mid, "role": role, "parts": parts}
+def msg(mid: str, text: str, tool: str | None = None) -> dict[str, Any]:
+    return tool_message(mid, text, tool)
 
 
 def sentence(rng: random.Random) -> str:
     return " ".join(rng.choices(WORDS, k=rng.randint(1, 9)))
 
 
-async def mismatch(store: PostgresStore) -> list[tuple[Any, ...]]:
-    return await store._db.read(search_docs_mismatch)  # type: ignore[attr-defined, no-any-return]
-
-
-async def test_search_docs_mirror_the_term_rows_through_every_write() -> None:
+@pytest.fixture
+async def store() -> AsyncIterator[PostgresStore]:
     url = postgres_url_or_skip()
     schema = new_schema_name()
-    store = await PostgresStore.open(url, schema=schema, min_size=1, max_size=2)
-    rng = random.Random(5)
+    opened = await PostgresStore.open(url, schema=schema, min_size=1, max_size=2)
     try:
-        m = SessionManager(store, namespace="mirror")
-        a = m.session((await m.create("a")).id)
-        b_id = (await m.create("b")).id
-        b = m.session(b_id)
-        for i in range(12):  # one at a time: the single-append statement
-            tool = sentence(rng) if i % 3 == 0 else None
-            await a.append_message(msg(f"a{i}", sentence(rng), tool=tool))
-        # a batch: the batched statement (parents' text as context)
-        await m.append_all(b_id, [msg(f"b{i}", sentence(rng)) for i in range(30)])
-        await b.append_message(msg("empty", ""))  # no words: no rows in either table
-        assert await mismatch(store) == []
-
-        await a.update_message(msg("a3", "kettle kettle copper"))  # it and its child re-indexed
-        assert await a.delete_messages(["a5", "a6"]) == 2  # their children re-parented
-        notes = ScopeKey(
-            namespace="mirror", session_id=None, label="notes"
-        )  # a keyed entry: its own collection
-        await store.put_entry(notes, "k1", "the copper kettle is in the harbor")
-        await store.put_entry(notes, "k1", "the violet lantern", description="moved")
-        assert await mismatch(store) == []
-        await b.clear_messages()
-        assert await mismatch(store) == []
-        await m.delete_namespace()
-        assert await mismatch(store) == []
-
-        # the check itself sees a difference
-        c = SessionManager(store, namespace="other").session((await m.create("c")).id)
-        await c.append_message(msg("c1", "violet ember violet"))
-        await store._db.write(  # type: ignore[attr-defined]
-            lambda conn: conn.execute("UPDATE search_docs SET tfs[1] = tfs[1] + 1")
-        )
-        assert len(await mismatch(store)) == 2  # each way once
+        yield opened
     finally:
-        await store.aclose()
+        await opened.aclose()
         await drop_schema(url, schema)
+
+
+async def mismatch(store: PostgresStore) -> list[tuple[Any, ...]]:
+    return await store._db.read(search_docs_mismatch)
+
+
+async def test_search_docs_mirror_the_term_rows_through_every_write(store: PostgresStore) -> None:
+    rng = random.Random(5)
+    m = SessionManager(store, namespace="mirror")
+    a = m.session((await m.create("a")).id)
+    b_id = (await m.create("b")).id
+    b = m.session(b_id)
+    for i in range(12):  # one at a time: the single-append statement
+        tool = sentence(rng) if i % 3 == 0 else None
+        await a.append_message(msg(f"a{i}", sentence(rng), tool=tool))
+    # a batch: the batched statement (parents' text as context)
+    await m.append_all(b_id, [msg(f"b{i}", sentence(rng)) for i in range(30)])
+    await b.append_message(msg("empty", ""))  # no words: no rows in either table
+    assert await mismatch(store) == []
+
+    await a.update_message(msg("a3", "kettle kettle copper"))  # it and its child re-indexed
+    assert await a.delete_messages(["a5", "a6"]) == 2  # their children re-parented
+    notes = ScopeKey(
+        namespace="mirror", session_id=None, label="notes"
+    )  # a keyed entry: its own collection
+    await store.put_entry(notes, "k1", "the copper kettle is in the harbor")
+    await store.put_entry(notes, "k1", "the violet lantern", description="moved")
+    assert await mismatch(store) == []
+    await b.clear_messages()
+    assert await mismatch(store) == []
+    await m.delete_namespace()
+    assert await mismatch(store) == []
+
+    # the check itself sees a difference
+    c = SessionManager(store, namespace="other").session((await m.create("c")).id)
+    await c.append_message(msg("c1", "violet ember violet"))
+    await store._db.write(lambda conn: conn.execute("UPDATE search_docs SET tfs[1] = tfs[1] + 1"))
+    assert len(await mismatch(store)) == 2  # each way once
 
 
 async def test_rows_read_by_document_equal_rows_read_by_pairs(
-    monkeypatch: pytest.MonkeyPatch,
+    store: PostgresStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    url = postgres_url_or_skip()
-    schema = new_schema_name()
-    store = await PostgresStore.open(url, schema=schema, min_size=1, max_size=2)
     rng = random.Random(11)
-    try:
-        m = SessionManager(store, namespace="probe")
-        for s in range(3):
-            await m.append_all(
-                (await m.create(f"s{s}")).id,
-                [
-                    msg(f"m{i}", sentence(rng), tool=sentence(rng) if i % 4 == 0 else None)
-                    for i in range(40)
-                ],
-            )
-        coll = message_collection("probe")
+    m = SessionManager(store, namespace="probe")
+    for s in range(3):
+        await m.append_all(
+            (await m.create(f"s{s}")).id,
+            [
+                msg(f"m{i}", sentence(rng), tool=sentence(rng) if i % 4 == 0 else None)
+                for i in range(40)
+            ],
+        )
+    coll = message_collection("probe")
 
-        async def read(keys: list[str], docs: set[int] | None, by_doc_from: int) -> list[Any]:
-            monkeypatch.setattr(lexical, "BY_DOC_KEYS", by_doc_from)
-            rows = await store._db.read(  # type: ignore[attr-defined]
-                lambda conn: lexical._term_rows(conn, coll, keys, docs)
-            )
-            return sorted(tuple(r) for r in rows)
+    async def read(keys: list[str], docs: set[int] | None, by_doc_from: int) -> list[Any]:
+        monkeypatch.setattr(lexical, "BY_DOC_KEYS", by_doc_from)
+        rows = await store._db.read(lambda conn: lexical._term_rows(conn, coll, keys, docs))
+        return sorted(tuple(r) for r in rows)
 
-        everything = await read(WORDS, None, 1)  # every key's rows, read per key
-        docs_of = sorted({r[2] for r in everything})
-        assert any(r[5] > 0 and r[4] == 0 for r in everything)  # context-only rows exist
-        assert any(r[4] % 1 for r in everything)  # tool text counts half
-        for _ in range(40):
-            keys = rng.sample(WORDS, rng.randint(1, len(WORDS)))
-            docs = set(rng.sample(docs_of, rng.randint(1, 30))) | {10**9}  # and a missing one
-            by_doc = await read(keys, docs, 1)
-            by_pairs = await read(keys, docs, 10**6)
-            assert by_doc == by_pairs
-            assert by_doc == [r for r in everything if r[1] in keys and r[2] in docs]
-    finally:
-        await store.aclose()
-        await drop_schema(url, schema)
+    everything = await read(WORDS, None, 1)  # every key's rows, read per key
+    docs_of = sorted({r[2] for r in everything})
+    assert any(r[5] > 0 and r[4] == 0 for r in everything)  # context-only rows exist
+    assert any(r[4] % 1 for r in everything)  # tool text counts half
+    for _ in range(40):
+        keys = rng.sample(WORDS, rng.randint(1, len(WORDS)))
+        docs = set(rng.sample(docs_of, rng.randint(1, 30))) | {10**9}  # and a missing one
+        by_doc = await read(keys, docs, 1)
+        by_pairs = await read(keys, docs, 10**6)
+        assert by_doc == by_pairs
+        assert by_doc == [r for r in everything if r[1] in keys and r[2] in docs]

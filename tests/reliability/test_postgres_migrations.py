@@ -11,26 +11,11 @@ import re
 import pytest
 
 from backends import drop_schema, new_schema_name, postgres_url_or_skip, search_docs_mismatch
+from backends import tool_message as _msg
 from mindstore.search import index_text, parse_query
 from mindstore.session import Session
 
 pytestmark = pytest.mark.postgres
-
-
-def _msg(mid: str, text: str, tool: str | None = None) -> dict[str, object]:
-    parts: list[dict[str, object]] = [{"type": "text", "text": text}]
-    if tool is not None:
-        parts.append(
-            {
-                "type": "tool-call",
-                "toolCallId": f"c-{mid}",
-                "toolName": "run",
-                "state": "output-available",
-                "input": {"cmd": tool},
-                "output": "ok",
-            }
-        )
-    return {"id": mid, "role": "assistant", "parts": parts}
 
 
 async def _make_v4(url: str, schema: str, sessions: dict[str, list[dict[str, object]]]) -> None:
