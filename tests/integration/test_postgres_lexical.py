@@ -131,3 +131,80 @@ async def test_rows_read_by_document_equal_rows_read_by_pairs(
         by_pairs = await read(keys, docs, 10**6)
         assert by_doc == by_pairs
         assert by_doc == [r for r in everything if r[1] in keys and r[2] in docs]
+
+
+async def test_a_search_runs_again_in_one_snapshot_when_the_index_changes_under_it(
+    store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside a transaction a message search sends no BEGIN/COMMIT and proves at its end that
+    the namespace's index did not change since its first statement (the statistics' stamp);
+    when it did, the search runs again in one snapshot: never a ranking of one state with the
+    rows of another."""
+    from mindstore.search import parse_query
+    from mindstore.store.postgres import _search
+
+    m = SessionManager(store, namespace="race")
+    sid = (await m.create("s")).id
+    s = m.session(sid)
+    for i in range(3):
+        await s.append_message(msg(f"m{i}", f"a zebra crossing number {i}"))
+    snapshots: list[str] = []
+    real_search = _search.search
+
+    async def counted(*args: Any) -> Any:
+        snapshots.append("snapshot")
+        return await real_search(*args)
+
+    monkeypatch.setattr(_search, "search", counted)
+    real_candidates = lexical.candidates
+    between: list[Any] = []
+
+    async def candidates(*args: Any, **kwargs: Any) -> Any:
+        found = await real_candidates(*args, **kwargs)
+        while between:  # a write committed between the first and the last statement
+            await between.pop(0)()
+        return found
+
+    monkeypatch.setattr(lexical, "candidates", candidates)
+
+    async def ids(query: str) -> list[str]:
+        return [h.message_id for h in await store.search("race", parse_query(query), limit=5)]
+
+    assert await ids("zebra") == ["m2", "m1", "m0"]
+    assert snapshots == []  # checked, no transaction
+
+    async def append() -> None:
+        await s.append_message(msg("new", "zebra zebra zebra zebra"))
+
+    between.append(append)
+    assert (await ids("zebra"))[0] == "new"  # ranked in the state the rows were read in
+    assert snapshots == ["snapshot"]
+
+    async def delete() -> None:
+        assert await s.delete_messages(["new"]) == 1
+
+    between.append(delete)
+    assert await ids("zebra") == ["m2", "m1", "m0"]
+    assert snapshots == ["snapshot"] * 2
+
+    async def append_other() -> None:  # a word nobody had: the empty result is checked too
+        await s.append_message(msg("okapi", "an okapi"))
+
+    between.append(append_other)
+    assert await ids("okapi") == ["okapi"]
+    assert snapshots == ["snapshot"] * 3
+    zebras = ["m2", "m1", "m0", "okapi"]  # okapi through its parent's text (context)
+
+    other = SessionManager(store, namespace="elsewhere")  # another namespace: no effect
+    other_id = (await other.create("o")).id
+
+    async def append_elsewhere() -> None:
+        await other.append(other_id, msg("x", "zebra"))
+
+    between.append(append_elsewhere)
+    assert await ids("zebra") == zebras
+    assert snapshots == ["snapshot"] * 3
+
+    async with store.transaction():  # inside a transaction: the transaction's snapshot
+        assert await ids("zebra") == zebras
+    assert snapshots == ["snapshot"] * 4

@@ -233,6 +233,12 @@ class StoreFront(ABC):
         ids = _rules.check_search(namespace, query, session_ids, limit)
         if ids == [] or query.empty or limit <= 0:
             return []
+        return await self._search_messages(namespace, query, ids, limit)
+
+    async def _search_messages(
+        self, namespace: str, query: ParsedQuery, ids: list[str] | None, limit: int
+    ) -> list[SearchResult]:
+        """The domain search of :meth:`search` in one snapshot (PostgreSQL overrides it)."""
         return await self._read_snapshot(self._domains.search.search, namespace, query, ids, limit)
 
     # ---- compaction overlays -----------------------------------------------------------------

@@ -165,6 +165,11 @@ class PostgresConnection:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def in_transaction(self) -> bool:
+        """Whether this task is inside :meth:`transaction` (its calls share its connection)."""
+        return self._tx_conn.get() is not None
+
     async def close(self) -> None:
         """Close the pool. Idempotent; later calls raise StoreError.
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from mindstore.lexical import bm25
 from mindstore.lexical.collections import entry_collection, message_collection
@@ -37,6 +37,8 @@ else:
 
 __all__ = [
     "CONTEXT_CHARS",
+    "STAMP",
+    "Candidates",
     "add_rows",
     "candidates",
     "clear_session",
@@ -185,6 +187,13 @@ async def index_entry(
     await add_rows(conn, rows)
 
 
+class Candidates(NamedTuple):
+    """Ranked ``(score, doc, part)`` and the :data:`STAMP` read by the first statement."""
+
+    ranked: list[tuple[float, int, int]]
+    stamp: str
+
+
 async def candidates(
     conn: Conn,
     coll: str,
@@ -193,8 +202,8 @@ async def candidates(
     *,
     sessions: bool,
     limit: int,
-) -> list[tuple[float, int, int]]:
-    """As :func:`mindstore.store.sqlite.lexical.candidates`.
+) -> Candidates:
+    """As :func:`mindstore.store.sqlite.lexical.candidates`, with the statistics' stamp.
 
     One statement reads the statistics, the planner's first counts (its first request depends
     on the query only) and the rows of the keys it will read in full if that request settles
@@ -206,10 +215,10 @@ async def candidates(
     except StopIteration as done:
         plan: bm25.Plan = done.value  # no term keys (prefixes only)
         request = None
-    stats, counts, prefetched = await _first_read(conn, coll, request)
+    stats, counts, prefetched, stamp = await _first_read(conn, coll, request)
     n_docs = sum(r[1] for r in stats)
     if n_docs == 0:
-        return []
+        return Candidates([], stamp)
     total = sum(r[2] for r in stats)
     if request is not None:
         try:
@@ -244,7 +253,8 @@ async def candidates(
         ranking.add(await _term_rows(conn, coll, full))
         plan = replace(plan, sample=None)
     if not probe:
-        return ranking.rank(top, ranking.probe_dfs(plan, set()) if plan.sample else None)
+        ranked = ranking.rank(top, ranking.probe_dfs(plan, set()) if plan.sample else None)
+        return Candidates(ranked, stamp)
     docs = ranking.probe_candidates(full)
     filled: list[str] = []
     if top is not None and not bm25.required_keys(query):
@@ -256,9 +266,9 @@ async def candidates(
             docs |= {r[2] for r in recent if sids is None or r[3] in sids}
         if len(docs) < top:  # still too few (quiet sessions of a busy namespace): exact
             ranking.add(await _term_rows(conn, coll, probe))
-            return ranking.rank(top)
+            return Candidates(ranking.rank(top), stamp)
     ranking.add(await _term_rows(conn, coll, probe, docs))
-    return ranking.rank(top, ranking.probe_dfs(plan, docs, filled), docs)
+    return Candidates(ranking.rank(top, ranking.probe_dfs(plan, docs, filled), docs), stamp)
 
 
 # min(document frequency, cap) of key k: an index-only count that stops at the cap
@@ -267,7 +277,18 @@ _COUNT_K = (
     "WHERE coll = %(coll)s AND kind = 0 AND key = k LIMIT %(cap)s) x)"
 )
 _COUNTS = f"SELECT k, {_COUNT_K} FROM unnest(%(keys)s::text[]) AS k"
-_STATS = "SELECT part, docs, length FROM search_stats WHERE coll = %(coll)s AND docs > 0"
+# A fingerprint of the collection's statistics rows as they are (each row's version: every
+# index write of the collection, insert or delete, updates or deletes one of them, and a new
+# row version has a new xmin): equal at two moments iff nothing of the collection was
+# written in between. See :func:`mindstore.store.postgres._search.search`.
+STAMP = (
+    "(SELECT md5(coalesce(string_agg(part::text || ':' || xmin::text, ',' ORDER BY part), ''))"
+    " FROM search_stats WHERE coll = %(coll)s)"
+)
+_STATS = (
+    "SELECT 0, NULL::text, part, docs, length FROM search_stats "
+    f"WHERE coll = %(coll)s AND docs > 0 UNION ALL SELECT 3, {STAMP}, NULL, NULL, NULL"
+)
 _FIRST = (
     f"WITH c AS (SELECT k, {_COUNT_K} AS n FROM unnest(%(keys)s::text[]) AS k), "
     # the keys settled by this count, rarest first, while their rows total ROW_BUDGET
@@ -278,7 +299,8 @@ _FIRST = (
     "UNION ALL SELECT 1, k, NULL, n, NULL, NULL, NULL FROM c "
     "UNION ALL SELECT 2, r.k, t.doc, t.part, t.tf, t.ctx, t.dl FROM r, LATERAL "
     "(SELECT doc, part, tf, ctx, dl FROM search_terms "
-    "WHERE coll = %(coll)s AND kind = 0 AND key = r.k) t"
+    "WHERE coll = %(coll)s AND kind = 0 AND key = r.k) t "
+    f"UNION ALL SELECT 3, {STAMP}, NULL, NULL, NULL, NULL, NULL"
 )
 
 KeyRows = list[tuple[int, int, float, float, float]]
@@ -286,13 +308,15 @@ KeyRows = list[tuple[int, int, float, float, float]]
 
 async def _first_read(
     conn: Conn, coll: str, request: bm25.Count | None
-) -> tuple[list[tuple[int, int, float]], dict[str, int], dict[str, KeyRows]]:
+) -> tuple[list[tuple[int, int, float]], dict[str, int], dict[str, KeyRows], str]:
     """The collection's statistics per part; ``min(document frequency, cap)`` of the
-    requested keys; and the ``(doc, part, tf, ctx, dl)`` rows of the keys that count settles
-    within the row budget — in one statement."""
+    requested keys; the ``(doc, part, tf, ctx, dl)`` rows of the keys that count settles
+    within the row budget; and the statistics' :data:`STAMP` — in one statement."""
     if request is None:
         cur = await conn.execute(_STATS, {"coll": coll}, binary=True)
-        return [(r[0], r[1], r[2]) for r in await cur.fetchall()], {}, {}
+        found = await cur.fetchall()
+        stamp = next(r[1] for r in found if r[0] == 3)
+        return [(r[2], r[3], r[4]) for r in found if r[0] == 0], {}, {}, stamp
     keys, cap = request
     cur = await conn.execute(
         _FIRST,
@@ -302,17 +326,20 @@ async def _first_read(
     stats: list[tuple[int, int, float]] = []
     counts: dict[str, int] = {}
     rows: dict[str, KeyRows] = {}
+    stamp = ""
     for tag, key, a, b, tf, ctx, dl in await cur.fetchall():
         if tag == 2:
             rows.setdefault(key, []).append((a, b, tf, ctx, dl))
         elif tag == 1:
             counts[key] = b
-        else:
+        elif tag == 0:
             stats.append((a, b, dl))
+        else:
+            stamp = key
     for k, n in counts.items():  # a settled key with no rows
         if n == 0:
             rows.setdefault(k, [])
-    return stats, counts, rows
+    return stats, counts, rows, stamp
 
 
 async def _count(conn: Conn, coll: str, keys: list[str], cap: int) -> dict[str, int]:

@@ -58,6 +58,7 @@ from mindstore.errors import (
     MindstoreError,
     StoreError,
 )
+from mindstore.search import ParsedQuery, SearchResult
 from mindstore.store._checks import (
     check_choice,
     check_key,
@@ -267,6 +268,19 @@ class PostgresStore(StoreFront, VectorMethods):
             return await fn(conn, *args)
 
         return await self._db.read_snapshot(run)
+
+    async def _search_messages(
+        self, namespace: str, query: ParsedQuery, ids: list[str] | None, limit: int
+    ) -> list[SearchResult]:
+        """Outside a caller's transaction: the search without BEGIN/COMMIT, checked to have
+        read one state of the namespace's index (:func:`._search.search_checked`); in the
+        usual repeatable-read snapshot when it was written meanwhile, or inside a
+        transaction."""
+        if not self._db.in_transaction:
+            found = await self._read(_search.search_checked, namespace, query, ids, limit)
+            if found is not None:
+                return found
+        return await super()._search_messages(namespace, query, ids, limit)
 
     async def _fetchone(self, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> Any:
         """One read statement's first row (or None)."""
