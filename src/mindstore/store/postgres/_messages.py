@@ -107,15 +107,16 @@ _INSERT_ONE_SQL = (
     " INSERT INTO message_search (seq, namespace, session_id, id, role, created_at, text,"
     " tool_text) SELECT ins.seq, %(ns)s, %(sess)s, %(id)s, %(role)s, ins.created_at,"
     " %(text)s, %(tool)s FROM ins"
-    "), terms AS ("
-    " INSERT INTO search_terms (coll, kind, key, doc, part, tf, ctx, dl)"
-    " SELECT %(coll)s, u.kind, u.key, ins.seq, %(sid)s, u.tf, u.ctx, %(dl)s FROM ins,"
+    "), u AS (SELECT * FROM"
     " unnest(%(kinds)s::smallint[], %(keys)s::text[], %(tfs)s::real[], %(ctxs)s::real[])"
     " AS u(kind, key, tf, ctx)"
+    "), terms AS ("
+    " INSERT INTO search_terms (coll, kind, key, doc, part, tf, ctx, dl)"
+    " SELECT %(coll)s, u.kind, u.key, ins.seq, %(sid)s, u.tf, u.ctx, %(dl)s FROM ins, u"
     "), docs AS ("
     " INSERT INTO search_docs (coll, doc, part, dl, keys, tfs, ctxs)"
-    " SELECT %(coll)s, ins.seq, %(sid)s, %(dl)s, %(dkeys)s::text[], %(dtfs)s::real[],"
-    " %(dctxs)s::real[] FROM ins WHERE cardinality(%(dkeys)s::text[]) > 0"
+    f" SELECT %(coll)s, ins.seq, %(sid)s, %(dl)s, {lexical.DOC_ARRAYS} FROM ins, u"
+    " WHERE u.kind = 0 GROUP BY ins.seq"
     "), counted AS ("
     " INSERT INTO search_stats AS st (coll, part, docs, length)"
     " SELECT %(coll)s, %(sid)s, 1, %(dl)s FROM ins WHERE %(indexed)s"
@@ -285,7 +286,6 @@ async def _insert_one(
         parent_text = None
     parent_seq = _rules.resolve_parent(key, parent, leaf, found.get)
     doc = lexical.message_document(p.text, p.tool, parent_text)
-    dkeys, dtfs, dctxs = lexical.term_arrays(doc)
     cur = await conn.execute(
         _INSERT_ONE_SQL,
         {
@@ -306,9 +306,6 @@ async def _insert_one(
             "tfs": [r[2] for r in doc.rows],
             "ctxs": [r[3] for r in doc.rows],
             "dl": doc.length,
-            "dkeys": dkeys,
-            "dtfs": dtfs,
-            "dctxs": dctxs,
             "indexed": bool(doc.rows),
         },
     )

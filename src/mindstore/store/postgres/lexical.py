@@ -37,6 +37,7 @@ else:
 
 __all__ = [
     "CONTEXT_CHARS",
+    "DOC_ARRAYS",
     "STAMP",
     "Candidates",
     "add_rows",
@@ -46,7 +47,6 @@ __all__ = [
     "message_rows",
     "rebuild",
     "reindex_messages",
-    "term_arrays",
     "unindex",
 ]
 
@@ -77,27 +77,24 @@ def collect(rows: Rows, coll: str, doc: int, part: int, d: bm25.Document) -> Non
         dls.append(d.length)
 
 
-def term_arrays(d: bm25.Document) -> tuple[list[str], list[float], list[float]]:
-    """A document's ``search_docs`` arrays: its term keys (kind 0) in key order, their tf and
-    ctx (as :data:`_INSERT_ROWS` builds them)."""
-    rows = sorted((key, tf, ctx) for kind, key, tf, ctx in d.rows if kind == bm25.KIND_TERM)
-    return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
-
-
 def message_document(text: str, tool: str, parent_text: str | None) -> bm25.Document:
     return bm25.document(text, tool, (parent_text or "")[:CONTEXT_CHARS])
 
 
-# the term rows, and each document's term keys (kind 0) as one search_docs row; the
-# array_aggs share one order (by key, unique within a document), so their elements line up
+# A document's search_docs arrays from its term rows (kind 0) grouped by document: the
+# array_aggs share one order (by key, unique within a document), so their elements line up.
+DOC_ARRAYS: Final = (
+    'array_agg(key ORDER BY key COLLATE "C"), array_agg(tf ORDER BY key COLLATE "C"),'
+    ' array_agg(ctx ORDER BY key COLLATE "C")'
+)
+# the term rows, and each document's term keys as one search_docs row
 _INSERT_ROWS = (
     "WITH u AS MATERIALIZED (SELECT * FROM unnest(%s::text[], %s::smallint[], %s::text[],"
     " %s::bigint[], %s::bigint[], %s::real[], %s::real[], %s::real[])"
     " AS u(coll, kind, key, doc, part, tf, ctx, dl)), "
     "t AS (INSERT INTO search_terms (coll, kind, key, doc, part, tf, ctx, dl) SELECT * FROM u) "
     "INSERT INTO search_docs (coll, doc, part, dl, keys, tfs, ctxs) SELECT coll, doc, min(part),"
-    ' min(dl), array_agg(key ORDER BY key COLLATE "C"), array_agg(tf ORDER BY key COLLATE "C"),'
-    ' array_agg(ctx ORDER BY key COLLATE "C") FROM u WHERE kind = 0 GROUP BY coll, doc'
+    f" min(dl), {DOC_ARRAYS} FROM u WHERE kind = 0 GROUP BY coll, doc"
 )
 # one row per (coll, part): the first row of each document carries its length
 _ADD_STATS = (
