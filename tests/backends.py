@@ -269,24 +269,29 @@ async def dump_tables(backend: str, location: Any) -> dict[str, list[tuple[Any, 
     return out
 
 
-# Each (coll, doc)'s term rows (kind 0), as search_docs must hold them: one row of arrays.
-MIRROR_SQL = """
-    SELECT coll, doc, part, dl, key, tf, ctx FROM search_terms WHERE kind = 0
-    EXCEPT ALL
-    SELECT coll, doc, part, dl, u.key, u.tf, u.ctx FROM search_docs,
-    LATERAL unnest(keys, tfs, ctxs) AS u(key, tf, ctx)
-"""
+# Each (coll, doc)'s term rows (kind 0), and as search_docs holds them: one row of arrays.
+_TERM_ROWS = "SELECT coll, doc, part, dl, key, tf, ctx FROM search_terms WHERE kind = 0"
+_DOC_ROWS = (
+    "SELECT coll, doc, part, dl, u.key, u.tf, u.ctx FROM search_docs,"
+    " LATERAL unnest(keys, tfs, ctxs) AS u(key, tf, ctx)"
+)
+# the statistics, and as the documents add up (one search_docs row per indexed document)
+_STATS = "SELECT coll, part, docs, length FROM search_stats WHERE docs > 0"
+_DOC_STATS = "SELECT coll, part, count(*), sum(dl::float8) FROM search_docs GROUP BY coll, part"
 
 
 async def search_docs_mismatch(conn: Any) -> list[tuple[Any, ...]]:
-    """Rows in one of search_terms (kind 0) and search_docs but not the other (both ways), and
-    search_docs rows whose arrays differ in length or are empty."""
+    """Rows in one of search_terms (kind 0) and search_docs but not the other (both ways),
+    search_docs rows whose arrays differ in length or are empty, and statistics that are not
+    the sums of the documents (both ways)."""
     out: list[tuple[Any, ...]] = []
     for sql in (
-        MIRROR_SQL,
-        MIRROR_SQL.split("EXCEPT ALL")[1] + " EXCEPT ALL " + MIRROR_SQL.split("EXCEPT ALL")[0],
+        f"{_TERM_ROWS} EXCEPT ALL {_DOC_ROWS}",
+        f"{_DOC_ROWS} EXCEPT ALL {_TERM_ROWS}",
         "SELECT coll, doc FROM search_docs WHERE cardinality(keys) = 0"
         " OR cardinality(keys) <> cardinality(tfs) OR cardinality(keys) <> cardinality(ctxs)",
+        f"{_STATS} EXCEPT ALL {_DOC_STATS}",
+        f"{_DOC_STATS} EXCEPT ALL {_STATS}",
     ):
         cur = await conn.execute(sql)
         out += await cur.fetchall()

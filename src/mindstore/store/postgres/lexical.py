@@ -119,16 +119,16 @@ async def unindex(conn: Conn, coll: str, docs: Sequence[int]) -> None:
     """Remove documents from collection ``coll`` (rows and statistics)."""
     if not docs:
         return
+    # search_docs has one row per indexed document (every document with rows has term rows),
+    # so its deleted rows are the statistics' deltas
     await conn.execute(
-        "WITH gone AS (DELETE FROM search_terms WHERE coll = %s AND doc = ANY(%s) "
-        "RETURNING doc, part, dl), per AS (SELECT part, count(*) AS n, sum(dl) AS len FROM "
-        "(SELECT DISTINCT doc, part, dl FROM gone) g GROUP BY part) "
+        "WITH t AS (DELETE FROM search_terms WHERE coll = %(coll)s AND doc = ANY(%(docs)s)), "
+        "gone AS (DELETE FROM search_docs WHERE coll = %(coll)s AND doc = ANY(%(docs)s) "
+        "RETURNING part, dl), per AS (SELECT part, count(*) AS n, sum(dl) AS len FROM gone "
+        "GROUP BY part) "
         "UPDATE search_stats s SET docs = s.docs - per.n, length = s.length - per.len "
-        "FROM per WHERE s.coll = %s AND s.part = per.part",
-        (coll, list(docs), coll),
-    )
-    await conn.execute(
-        "DELETE FROM search_docs WHERE coll = %s AND doc = ANY(%s)", (coll, list(docs))
+        "FROM per WHERE s.coll = %(coll)s AND s.part = per.part",
+        {"coll": coll, "docs": list(docs)},
     )
     await conn.execute("DELETE FROM search_stats WHERE coll = %s AND docs <= 0", (coll,))
 
@@ -161,13 +161,13 @@ async def children_of(conn: Conn, seqs: Sequence[int]) -> list[int]:
 
 async def clear_session(conn: Conn, namespace: str, sid: int) -> None:
     coll = message_collection(namespace)
-    for table in ("search_terms", "search_docs"):
-        await conn.execute(
-            f"DELETE FROM {table} WHERE coll = %s "
-            "AND doc IN (SELECT seq FROM messages WHERE sid = %s)",
-            (coll, sid),
-        )
-    await conn.execute("DELETE FROM search_stats WHERE coll = %s AND part = %s", (coll, sid))
+    docs = "doc IN (SELECT seq FROM messages WHERE sid = %(sid)s)"
+    await conn.execute(
+        f"WITH t AS (DELETE FROM search_terms WHERE coll = %(coll)s AND {docs}), "
+        f"d AS (DELETE FROM search_docs WHERE coll = %(coll)s AND {docs}) "
+        "DELETE FROM search_stats WHERE coll = %(coll)s AND part = %(sid)s",
+        {"coll": coll, "sid": sid},
+    )
 
 
 async def index_entry(
