@@ -29,14 +29,10 @@ from mindstore.store.postgres import lexical
 if TYPE_CHECKING:
     from mindstore.store.postgres._common import Conn
 
-_MESSAGE_ROWS_SQL = (
-    "SELECT seq, session_id, id, role, text, tool_text, created_at "
-    "FROM message_search WHERE seq = ANY(%s)"
-)
 # the page's rows, and the stamp of the collection's statistics in the same snapshot (one row
 # with NULL message columns when none of the page's messages is left)
-_CHECKED_ROWS_SQL = (
-    f"SELECT s.stamp, m.seq, m.session_id, m.id, m.role, m.text, m.tool_text, m.created_at "
+_MESSAGE_ROWS_SQL = (
+    "SELECT s.stamp, m.seq, m.session_id, m.id, m.role, m.text, m.tool_text, m.created_at "
     f"FROM (SELECT {lexical.STAMP} AS stamp) s LEFT JOIN message_search m ON m.seq = ANY(%(ids)s)"
 )
 _STAMP_SQL = f"SELECT {lexical.STAMP}"
@@ -99,17 +95,13 @@ async def _search(
             return []
     coll = message_collection(namespace)
     ranked, stamp = await lexical.candidates(conn, coll, query, sids, sessions=True, limit=limit)
-    if not checked:
-        for ids in hits.pages(ranked):
-            cur = await conn.execute(_MESSAGE_ROWS_SQL, (ids,))
-            hits.add({r[0]: r for r in await cur.fetchall()})
-        return hits.results
-    if not ranked:  # nothing to read, but the plan may have taken several statements
+    if checked and not ranked:  # nothing to read, but the plan may have taken several statements
         cur = await conn.execute(_STAMP_SQL, {"coll": coll})
         row = await cur.fetchone()
         return [] if row is not None and row[0] == stamp else None
+    # (in a snapshot the stamps always agree)
     for ids in hits.pages(ranked):
-        cur = await conn.execute(_CHECKED_ROWS_SQL, {"coll": coll, "ids": ids})
+        cur = await conn.execute(_MESSAGE_ROWS_SQL, {"coll": coll, "ids": ids})
         page = await cur.fetchall()
         if page[0][0] != stamp:
             return None

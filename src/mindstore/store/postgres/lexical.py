@@ -282,22 +282,24 @@ STAMP = (
     "(SELECT md5(coalesce(string_agg(part::text || ':' || xmin::text, ',' ORDER BY part), ''))"
     " FROM search_stats WHERE coll = %(coll)s)"
 )
-_STATS = (
-    "SELECT 0, NULL::text, part, docs, length FROM search_stats "
-    f"WHERE coll = %(coll)s AND docs > 0 UNION ALL SELECT 3, {STAMP}, NULL, NULL, NULL"
+# the first statement's rows are tagged: 0 statistics per part, 1 counts, 2 key rows, 3 stamp
+_STATS_ROWS = (
+    "SELECT 0, NULL::text, part, docs, NULL::real, NULL::real, length FROM search_stats "
+    "WHERE coll = %(coll)s AND docs > 0"
 )
+_STAMP_ROW = f"SELECT 3, {STAMP}, NULL, NULL, NULL, NULL, NULL"
+_STATS = f"{_STATS_ROWS} UNION ALL {_STAMP_ROW}"  # a query with no term keys (prefixes only)
 _FIRST = (
     f"WITH c AS (SELECT k, {_COUNT_K} AS n FROM unnest(%(keys)s::text[]) AS k), "
     # the keys settled by this count, rarest first, while their rows total ROW_BUDGET
     'r AS (SELECT k FROM (SELECT k, n, sum(n) OVER (ORDER BY n, k COLLATE "C" '
     "ROWS UNBOUNDED PRECEDING) AS used FROM c WHERE n < %(cap)s) u WHERE used <= %(budget)s) "
-    "SELECT 0, NULL::text, part, docs, NULL::real, NULL::real, length FROM search_stats "
-    "WHERE coll = %(coll)s AND docs > 0 "
+    f"{_STATS_ROWS} "
     "UNION ALL SELECT 1, k, NULL, n, NULL, NULL, NULL FROM c "
     "UNION ALL SELECT 2, r.k, t.doc, t.part, t.tf, t.ctx, t.dl FROM r, LATERAL "
     "(SELECT doc, part, tf, ctx, dl FROM search_terms "
     "WHERE coll = %(coll)s AND kind = 0 AND key = r.k) t "
-    f"UNION ALL SELECT 3, {STAMP}, NULL, NULL, NULL, NULL, NULL"
+    f"UNION ALL {_STAMP_ROW}"
 )
 
 KeyRows = list[tuple[int, int, float, float, float]]
@@ -311,15 +313,10 @@ async def _first_read(
     within the row budget; and the statistics' :data:`STAMP` — in one statement."""
     if request is None:
         cur = await conn.execute(_STATS, {"coll": coll}, binary=True)
-        found = await cur.fetchall()
-        stamp = next(r[1] for r in found if r[0] == 3)
-        return [(r[2], r[3], r[4]) for r in found if r[0] == 0], {}, {}, stamp
-    keys, cap = request
-    cur = await conn.execute(
-        _FIRST,
-        {"coll": coll, "cap": cap, "keys": keys, "budget": bm25.ROW_BUDGET},
-        binary=True,
-    )
+    else:
+        keys, cap = request
+        params = {"coll": coll, "cap": cap, "keys": keys, "budget": bm25.ROW_BUDGET}
+        cur = await conn.execute(_FIRST, params, binary=True)
     stats: list[tuple[int, int, float]] = []
     counts: dict[str, int] = {}
     rows: dict[str, KeyRows] = {}
