@@ -83,18 +83,23 @@ async def _make_v4(url: str, schema: str, sessions: dict[str, list[dict[str, obj
             )
 
 
+def _sample() -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+    """Two sessions' messages: words, a tool call, diacritics."""
+    a = [
+        _msg("a1", "The deployment to kubernetes failed"),
+        _msg("a2", "rolled back the release", tool="kubectl rollout undo"),
+        _msg("a3", "Café crème for the team"),
+    ]
+    return a, [_msg("b1", "deployment went fine here"), _msg("b2", "nothing to see")]
+
+
 async def test_v4_schema_migrates_with_every_message_searchable() -> None:
     from mindstore.store.postgres import PostgresStore
     from mindstore.store.postgres.migrations import LATEST_VERSION
 
     url = postgres_url_or_skip()
     schema = new_schema_name()
-    a = [
-        _msg("a1", "The deployment to kubernetes failed"),
-        _msg("a2", "rolled back the release", tool="kubectl rollout undo"),
-        _msg("a3", "Café crème for the team"),
-    ]
-    b = [_msg("b1", "deployment went fine here"), _msg("b2", "nothing to see")]
+    a, b = _sample()
     try:
         await _make_v4(url, schema, {"a": a, "b": b})
         store = await PostgresStore.open(url, schema=schema, min_size=1, max_size=2)
@@ -200,13 +205,9 @@ async def test_v10_term_rows_are_copied_into_search_docs() -> None:
 
     url = postgres_url_or_skip()
     schema = new_schema_name()
-    a = [
-        _msg("a1", "The deployment to kubernetes failed"),
-        _msg("a2", "deployment again, rolled back", tool="kubectl rollout undo"),
-        _msg("a3", "Café crème for the team"),
-    ]
+    a, b = _sample()
     try:
-        await _make_v4(url, schema, {"a": a, "b": [_msg("b1", "kubernetes is fine")]})
+        await _make_v4(url, schema, {"a": a, "b": b})
         store = await PostgresStore.open(url, schema=schema, min_size=1, max_size=1)
         await store.aclose()
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
@@ -218,7 +219,7 @@ async def test_v10_term_rows_are_copied_into_search_docs() -> None:
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
             await conn.execute(f'SET search_path TO "{schema}"')
             cur = await conn.execute("SELECT count(*) FROM search_docs")
-            assert await cur.fetchone() == (4,)
+            assert await cur.fetchone() == (len(a) + len(b),)  # one row per message
             assert await search_docs_mismatch(conn) == []
     finally:
         await drop_schema(url, schema)
