@@ -179,3 +179,48 @@ def test_any_text_and_query_terminate_and_every_word_is_findable(text: str, quer
         bm25.rank(parsed, rows, 1, max(doc.length, 1.0))
 
     bounded(work)
+
+
+ascii_text = st.lists(
+    st.sampled_from(
+        ["deploy", "Deployed", "deploying", "db", "a", "I", "x1", "cat", "cats", "the", "x" * 70]
+    )
+    | st.sampled_from([" ", ", ", ". ", "-", "\n", "/", " (", ") ", "  ", "'", "'s ", "n't "]),
+    max_size=400,
+).map("".join)
+
+
+def unit_path_snippet(q: SnippetQuery, text: str, cut: bool) -> str | None:
+    """The snippet the general path makes (every unit built, hits collected one by one), or
+    None when the text has no hit."""
+    from mindstore.lexical import snippet
+
+    seq = list(units(text))
+    hits: list[tuple[int, str]] = []
+    for i in range(len(seq)):
+        snippet._collect(q, seq, i, hits)
+    # the general path stops collecting SNIPPET_TOKENS units after the MAX_HITS-th hit
+    if len(hits) >= snippet.MAX_HITS:
+        seq = seq[: hits[snippet.MAX_HITS - 1][0] + snippet.SNIPPET_TOKENS + 1]
+    starts, ends = [u.start for u in seq], [u.end for u in seq]
+    return snippet._render(text, starts, ends, hits, cut) if hits else None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=ascii_text,
+    query=st.sampled_from(["deploy", "cat db", "the a", "i x1", "x" * 70, "dep*", "ca* s"]),
+)
+def test_ascii_snippets_are_those_of_the_unit_path(text: str, query: str) -> None:
+    """The ASCII paths of make_snippet (one pass for text without apostrophes and a query
+    without prefixes; a loop without unit objects otherwise) show what the general path
+    shows: cut text, many hits, contractions and words longer than MAX_WORD included."""
+    from mindstore.lexical import snippet
+
+    q = SnippetQuery.from_query(parse_query(query))
+    want = unit_path_snippet(q, text, False)
+    if want is not None and len(text) <= snippet.MAX_SOURCE:
+        assert make_snippet(q, (text, "")) == want
+    if "'" not in text and not q.prefixes:
+        assert snippet._plain_ascii(q, text, False) == want
+        assert snippet._plain_ascii(q, text, True) == unit_path_snippet(q, text, True)

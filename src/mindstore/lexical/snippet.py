@@ -15,6 +15,7 @@ phrase, a word starting with a ``prefix*``, or a CJK character of a query's CJK 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -25,7 +26,9 @@ from mindstore.lexical.tokens import (
     _APOSTROPHES,
     _ASCII_WORD,
     _CONTRACTIONS,
+    MAX_WORD,
     Unit,
+    _shorten,
     is_cjk,
     stem,
     units,
@@ -95,6 +98,11 @@ def make_snippet(query: SnippetQuery, fields: Sequence[str]) -> str:
         cut = len(text) > len(source)
         hits: list[tuple[int, str]] = []
         if source.isascii() and not query.cjk:
+            if "'" not in source and not query.prefixes:
+                found = _plain_ascii(query, source, cut)
+                if found is not None:
+                    return found
+                continue
             starts: list[int] = []
             ends: list[int] = []
             _ascii_hits(query, source, starts, ends, hits)
@@ -126,6 +134,30 @@ def make_snippet(query: SnippetQuery, fields: Sequence[str]) -> str:
     return ""
 
 
+def _plain_ascii(query: SnippetQuery, source: str, cut: bool) -> str | None:
+    """The snippet of an ASCII text without apostrophes for a query without prefixes (the
+    common case), or None when it has no hit: what :func:`_ascii_hits` and :func:`_render`
+    make, from the text's words found in one pass and stemmed in one map, and the spans of
+    the window's words only: a quarter less time per snippet of a 15-40-word message than
+    the loop of :func:`_ascii_hits` (63 → 47 µs on a slow machine, same run)."""
+    lower = source.lower()
+    words = _ASCII_WORD.findall(lower)
+    terms = query.terms
+    keys = words if all(len(w) <= MAX_WORD for w in words) else list(map(_shorten, words))
+    hits = [(i, t) for i, t in enumerate(map(stem, keys)) if t in terms]
+    if not hits:
+        return None
+    n = len(words)
+    if len(hits) >= MAX_HITS:  # _ascii_hits stops SNIPPET_TOKENS words after its last hit
+        hits = hits[:MAX_HITS]
+        n = min(n, hits[-1][0] + SNIPPET_TOKENS + 1)
+    start, end = _window(n, hits)
+    spans = [m.span() for m in itertools.islice(_ASCII_WORD.finditer(lower), start, end)]
+    starts = [b for b, _ in spans]
+    ends = [e for _, e in spans]
+    return _compose(source, starts, ends, hits, start, end, end < n or cut, start)
+
+
 def _ascii_hits(
     query: SnippetQuery,
     source: str,
@@ -153,6 +185,8 @@ def _ascii_hits(
             prev_end = finish
             continue
         prev_end = finish
+        if len(raw) > MAX_WORD:
+            raw = _shorten(raw)
         term = stem(raw)
         add_start(begin)
         add_end(finish)
@@ -184,8 +218,14 @@ def _render(
     n = len(starts)
     if not n:
         return source[:200]
-    # the window (of SNIPPET_TOKENS units) starting at a hit, or a few units before it, that
-    # holds the most distinct terms; earliest wins
+    start, end = _window(n, hits)
+    return _compose(source, starts, ends, hits, start, end, end < n or cut)
+
+
+def _window(n: int, hits: list[tuple[int, str]]) -> tuple[int, int]:
+    """The units ``[start, end)`` a snippet shows of ``n``: the window (of SNIPPET_TOKENS
+    units) starting at a hit, or a few units before it, that holds the most distinct terms;
+    earliest wins."""
     best_start, best_score = 0, -1
     lead = 2  # show a little text before the first hit
     for k, (i, _) in enumerate(hits[:64]):
@@ -196,30 +236,43 @@ def _render(
         if len(distinct) > best_score:
             best_start, best_score = start, len(distinct)
     start = min(best_start, max(0, n - SNIPPET_TOKENS))
-    end = min(n, start + SNIPPET_TOKENS)
-    marked = {i for i, _ in hits if start <= i < end}
+    return start, min(n, start + SNIPPET_TOKENS)
+
+
+def _compose(
+    source: str,
+    starts: list[int],
+    ends: list[int],
+    hits: list[tuple[int, str]],
+    start: int,
+    end: int,
+    cut_after: bool,
+    first: int = 0,
+) -> str:
+    """Units ``[start, end)`` of ``source`` with their hits bracketed: ``starts[i - first]``
+    and ``ends[i - first]`` are unit ``i``'s span; ``cut_after`` when text follows that is
+    not shown. The text between units is kept as it is, so only the hits are visited."""
+    marked = sorted({i for i, _ in hits if start <= i < end})
     out: list[str] = ["…"] if start > 0 else []
-    pos = starts[start]
-    i = start
-    while i < end:
-        out.append(source[pos : starts[i]])
-        if i in marked:
-            # adjacent marked units that share the same span (a CJK run split from one word)
-            j = i
-            while j + 1 < end and j + 1 in marked and starts[j + 1] == ends[j]:
-                j += 1
-            out.append("[" + source[starts[i] : ends[j]] + "]")
-            pos = ends[j]
-            i = j + 1
-            continue
-        out.append(source[starts[i] : ends[i]])
-        pos = ends[i]
-        i += 1
-    if end < n or cut:
+    pos = starts[start - first]
+    k = 0
+    while k < len(marked):
+        prev = pos
+        i = j = marked[k]
+        k += 1
+        # adjacent marked units that share the same span (a CJK run split from one word)
+        while k < len(marked) and marked[k] == j + 1 and starts[j + 1 - first] == ends[j - first]:
+            j += 1
+            k += 1
+        begin, pos = starts[i - first], ends[j - first]
+        out += (source[prev:begin], "[", source[begin:pos], "]")
+    last = ends[end - 1 - first]
+    out.append(source[pos:last])
+    if cut_after:
         # keep the text up to the end of the window's last unit; mark the cut
         out.append("…")
-    elif pos < len(source):
-        out.append(source[pos:])
+    else:
+        out.append(source[last:])
     return "".join(out)
 
 
