@@ -243,15 +243,20 @@ class Ranking:
         terms, sid_of, dl_of = self._terms, self._sid, self._dl
         raw_rows: list[Row] = []
         touched: set[str] = set()
+        last: str | None = None
+        per: dict[int, tuple[float, float]] = {}
         for r in rows:
             if r[0]:
                 raw_rows.append(r)
                 continue
             _, key, doc, sid, tf, ctx, dl = r
-            terms[key][doc] = (tf, ctx)
+            if key != last:  # stores read a key's rows together
+                per = terms[key]
+                touched.add(key)
+                last = key
+            per[doc] = (tf, ctx)
             sid_of[doc] = sid
             dl_of[doc] = dl
-            touched.add(key)
         for key in touched:
             self._per_session.pop(key, None)
         if not raw_rows:
@@ -349,17 +354,22 @@ class Ranking:
         lengths = self.lengths
         if lengths and len(lengths) > 1 and scores:
             boost = _session_scores(self._session_tf, scored, lengths)
-            scores = {d: v + W_SESSION * boost.get(sid_of[d], 0.0) for d, v in scores.items()}
+            weighted = {sid: W_SESSION * v for sid, v in boost.items()}.get
+            scores = {d: v + weighted(sid_of[d], 0.0) for d, v in scores.items()}
         # A hit on the message's own words ranks above every hit on its context alone: own
         # hits are lifted by the best context-only score, so the order and the scores agree.
-        lift = max((v for d, v in scores.items() if d not in own), default=0.0)
+        others = scores.keys() - own
+        lift = max(map(scores.__getitem__, others), default=0.0)
         if lift:
-            scores = {d: v + lift if d in own else v for d, v in scores.items()}
+            for d in scores.keys() - others:
+                scores[d] += lift
+        # best first by (score, doc): the pairs compare as the sort key would
+        ordered = zip(scores.values(), scores.keys(), strict=True)
         if top is not None and top < len(scores):
-            best = heapq.nlargest(top, scores.items(), key=lambda kv: (kv[1], kv[0]))
+            best = heapq.nlargest(top, ordered)
         else:
-            best = sorted(scores.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)
-        return [(v, d, sid_of[d]) for d, v in best]
+            best = sorted(ordered, reverse=True)
+        return [(v, d, sid_of[d]) for v, d in best]
 
     def _session_tf(self, name: str) -> dict[int, float]:
         """Each session's summed own term frequency of term ``name`` (cached)."""
@@ -632,6 +642,7 @@ def _session_scores(
     avg = max(sum(lengths.values()) / n, 1e-9)
     out: dict[int, float] = defaultdict(float)
     k1, b = K1, B
+    norms: dict[int, float] = {}  # each session's length normalisation, computed once
     for name in names:
         per = session_tf(name)
         if not per:
@@ -639,8 +650,10 @@ def _session_scores(
         df = len(per)
         idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
         for sid, f in per.items():
-            norm = 1.0 - b + b * lengths.get(sid, avg) / avg
-            out[sid] += idf * f * (k1 + 1.0) / (f + k1 * norm)
+            norm = norms.get(sid)
+            if norm is None:
+                norm = norms[sid] = k1 * (1.0 - b + b * lengths.get(sid, avg) / avg)
+            out[sid] += idf * f * (k1 + 1.0) / (f + norm)
     return out
 
 
