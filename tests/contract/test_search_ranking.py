@@ -100,6 +100,46 @@ async def test_ranking_statistics_are_per_namespace(store: Store) -> None:
     assert after == before
 
 
+async def test_a_namespace_of_many_sessions_ranks_by_exact_bm25(store: Store) -> None:
+    """A search reads the statistics of a namespace's sessions summed, and the lengths of the
+    sessions its postings are in only (a namespace of 10,000 sessions read every session's
+    row); on PostgreSQL more sessions than it stamps (STAMP_PARTS) run in a snapshot. The
+    scores are still exactly BM25 with the session score over every session, computed here
+    from the messages' own index rows."""
+    from mindstore.lexical import bm25
+
+    n = 230
+    texts = [
+        " ".join(
+            ["note"] * (1 + i % 5)
+            + ["zebra"] * (i % 23 == 0)
+            + ["okapi"] * (1 + i % 3) * (i % 31 == 0)
+            + [f"w{i % 11}"] * (i % 4)
+        )
+        for i in range(n)
+    ]
+    batch = [
+        (
+            SessionKey(namespace="many", session_id=f"s{i}"),
+            [NewMessage(message=text_msg(f"m{i}", t))],
+        )
+        for i, t in enumerate(texts)
+    ]
+    for key, msgs in batch:
+        await store.append(key, msgs)
+    docs = [bm25.document(t) for t in texts]
+    rows = [
+        (k, key, i, i, tf, ctx, d.length) for i, d in enumerate(docs) for k, key, tf, ctx in d.rows
+    ]
+    total = sum(d.length for d in docs)
+    lengths = {i: d.length for i, d in enumerate(docs)}
+    for q in ["zebra okapi", "okapi w3", "zebra", "w1 w2 note"]:
+        parsed = parse_query(q)
+        want = bm25.rank(parsed, rows, n, total, None, lengths, 10)
+        found = await store.search("many", parsed, limit=10)
+        assert [(r.session_id, r.score) for r in found] == [(f"s{i}", v) for v, i, _ in want], q
+
+
 async def test_context_only_hits_rank_below_own_hits_and_show_own_text(store: Store) -> None:
     s = Session.create(store, "ctx")
     await s.append_message(text_msg("q", "Did you ever visit the Louvre museum in Paris?"))

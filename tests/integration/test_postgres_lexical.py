@@ -133,21 +133,11 @@ async def test_rows_read_by_document_equal_rows_read_by_pairs(
         assert by_doc == [r for r in everything if r[1] in keys and r[2] in docs]
 
 
-async def test_a_search_runs_again_in_one_snapshot_when_the_index_changes_under_it(
-    store: PostgresStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Outside a transaction a message search sends no BEGIN/COMMIT and proves at its end that
-    the namespace's index did not change since its first statement (the statistics' stamp);
-    when it did, the search runs again in one snapshot: never a ranking of one state with the
-    rows of another."""
-    from mindstore.search import parse_query
+def count_snapshot_searches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """A list that gets "snapshot" each time a message search runs in a repeatable-read
+    snapshot (postgres/_search.py's ``search``) rather than checked without one."""
     from mindstore.store.postgres import _search
 
-    m = SessionManager(store, namespace="race")
-    sid = (await m.create("s")).id
-    s = m.session(sid)
-    for i in range(3):
-        await s.append_message(msg(f"m{i}", f"a zebra crossing number {i}"))
     snapshots: list[str] = []
     real_search = _search.search
 
@@ -156,6 +146,24 @@ async def test_a_search_runs_again_in_one_snapshot_when_the_index_changes_under_
         return await real_search(*args)
 
     monkeypatch.setattr(_search, "search", counted)
+    return snapshots
+
+
+async def test_a_search_runs_again_in_one_snapshot_when_the_index_changes_under_it(
+    store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside a transaction a message search sends no BEGIN/COMMIT and proves at its end that
+    the namespace's index did not change since its first statement (the statistics' stamp);
+    when it did, the search runs again in one snapshot: never a ranking of one state with the
+    rows of another."""
+    from mindstore.search import parse_query
+
+    m = SessionManager(store, namespace="race")
+    sid = (await m.create("s")).id
+    s = m.session(sid)
+    for i in range(3):
+        await s.append_message(msg(f"m{i}", f"a zebra crossing number {i}"))
+    snapshots = count_snapshot_searches(monkeypatch)
     real_candidates = lexical.candidates
     between: list[Any] = []
 
@@ -208,3 +216,47 @@ async def test_a_search_runs_again_in_one_snapshot_when_the_index_changes_under_
     async with store.transaction():  # inside a transaction: the transaction's snapshot
         assert await ids("zebra") == zebras
     assert snapshots == ["snapshot"] * 4
+
+
+async def test_a_wide_namespace_is_searched_in_a_snapshot_with_its_statistics_summed(
+    store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past STAMP_PARTS sessions a namespace is wide: the stamp and every session's statistics
+    row would cost a row per session, so its searches run in a snapshot and read the sums and
+    the lengths of the sessions they need; the results and scores are the same. A namespace
+    found wide (or narrow again) is searched that way from its next search on."""
+    from mindstore.search import parse_query
+
+    m = SessionManager(store, namespace="wide")
+    for k in range(3):
+        sid = (await m.create(f"s{k}")).id
+        await m.session(sid).append_message(msg(f"m{k}", "zebra " * (k + 1)))
+    snapshots = count_snapshot_searches(monkeypatch)
+    reads: list[tuple[bool, bool]] = []
+    real_first = lexical._first_read
+
+    async def first_read(*args: Any) -> Any:
+        reads.append(args[-2:])  # (checked, wide)
+        return await real_first(*args)
+
+    monkeypatch.setattr(lexical, "_first_read", first_read)
+
+    async def found(query: str) -> list[tuple[str, float]]:
+        hits = await store.search("wide", parse_query(query), limit=5)
+        return [(h.message_id, h.score) for h in hits]
+
+    queries = ["zebra", "zeb*", "okapi", "zebra zeb*"]
+    narrow = {q: await found(q) for q in queries}
+    assert [h[0] for h in narrow["zebra"]] == ["m2", "m1", "m0"] and narrow["zeb*"]
+    assert snapshots == [] and set(reads) == {(True, False)}
+    monkeypatch.setattr(lexical, "STAMP_PARTS", 2)
+    reads.clear()
+    assert await found("zebra") == narrow["zebra"]  # checked, found wide
+    assert {q: await found(q) for q in queries} == narrow  # then summed, in a snapshot
+    assert reads == [(True, False)] + [(False, True)] * len(queries)
+    assert snapshots == ["snapshot"] * len(queries) and store._wide == {"wide"}
+    monkeypatch.setattr(lexical, "STAMP_PARTS", 3)
+    reads.clear()
+    assert {q: await found(q) for q in queries} == narrow
+    assert reads == [(False, True)] + [(True, False)] * (len(queries) - 1)
+    assert store._wide == set()

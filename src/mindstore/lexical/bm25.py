@@ -54,10 +54,11 @@ import functools
 import heapq
 import math
 from collections import defaultdict
-from collections.abc import Callable, Collection, Generator, Iterable, Mapping, Sequence
+from collections.abc import Collection, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
+from mindstore.lexical.sessions import Sessions, session_scores
 from mindstore.lexical.tokens import ascii_words, keys, phrase_keys, stem, units
 from mindstore.search import ParsedQuery
 
@@ -72,6 +73,7 @@ __all__ = [
     "Document",
     "Plan",
     "Ranking",
+    "Sessions",
     "contains_phrase",
     "document",
     "fill_reads",
@@ -175,7 +177,7 @@ def rank(
     n_docs: int,
     total_length: float,
     sids: set[int] | None = None,
-    session_lengths: Mapping[int, float] | None = None,
+    session_lengths: Mapping[int, float] | Sessions | None = None,
     top: int | None = None,
     dfs: Mapping[str, float] | None = None,
     docs: set[int] | None = None,
@@ -188,9 +190,10 @@ def rank(
     with :func:`contains_phrase`.
 
     ``session_lengths`` (sid → weighted length of the session's documents, for every session
-    of the namespace) adds the session score: BM25 of the query against each session as one
-    document (own and tool text), times :data:`W_SESSION` — a turn in a conversation that is
-    about the question ranks above the same words in an unrelated one.
+    of the namespace; or their :class:`Sessions` statistics) adds the session score: BM25 of
+    the query against each session as one document (own and tool text), times
+    :data:`W_SESSION` — a turn in a conversation that is about the question ranks above the
+    same words in an unrelated one.
 
     ``dfs`` gives the document frequency of keys whose rows were read for some documents only
     (see :func:`planner`); ``docs`` then limits the candidates to those documents."""
@@ -222,12 +225,16 @@ class Ranking:
         n_docs: int,
         total_length: float,
         sids: set[int] | None = None,
-        session_lengths: Mapping[int, float] | None = None,
+        session_lengths: Mapping[int, float] | Sessions | None = None,
     ) -> None:
         self.query = query
         self.n_docs = n_docs
         self.sids = sids
-        self.lengths = session_lengths
+        self.lengths = (
+            Sessions.of(session_lengths)
+            if session_lengths is not None and not isinstance(session_lengths, Sessions)
+            else session_lengths
+        )
         self._avg = max(total_length / n_docs, 1e-9) if n_docs > 0 else 1.0
         # one "term" per key and per prefix ("\x00" + prefix: cannot clash with a key):
         # doc -> (tf, ctx)
@@ -294,6 +301,15 @@ class Ranking:
         """The documents read for a term key."""
         return set(self._terms.get(key, ()))
 
+    def missing(self) -> list[int]:
+        """The sessions of the documents read so far whose length the session score needs and
+        :attr:`lengths` does not hold yet (the store reads them before ranking)."""
+        lengths = self.lengths
+        if lengths is None or lengths.count <= 1 or len(lengths.lengths) >= lengths.count:
+            return []  # (every session's length is known)
+        known = lengths.lengths
+        return sorted({sid for sid in self._sid.values() if sid not in known})
+
     def rank(
         self,
         top: int | None = None,
@@ -352,8 +368,8 @@ class Ranking:
                 postings = terms.get(name, {})
                 scores = {d: v for d, v in scores.items() if postings.get(d, (0.0,))[0] > 0}
         lengths = self.lengths
-        if lengths and len(lengths) > 1 and scores:
-            boost = _session_scores(self._session_tf, scored, lengths)
+        if lengths is not None and lengths.count > 1 and scores:
+            boost = session_scores(self._session_tf, scored, lengths, K1, B)
             weighted = {sid: W_SESSION * v for sid, v in boost.items()}.get
             scores = {d: v + weighted(sid_of[d], 0.0) for d, v in scores.items()}
         # A hit on the message's own words ranks above every hit on its context alone: own
@@ -623,7 +639,7 @@ def probe_candidates(
     n_docs: int,
     total_length: float,
     sids: set[int] | None,
-    session_lengths: Mapping[int, float] | None,
+    session_lengths: Mapping[int, float] | Sessions | None,
 ) -> set[int]:
     """The documents a pruned query (:func:`planner`) looks the other keys up for: with required
     keys, every document of the rarest one; otherwise the best :data:`PROBED` by the keys
@@ -631,30 +647,6 @@ def probe_candidates(
     r = Ranking(query, n_docs, total_length, sids, session_lengths)
     r.add(rows)
     return r.probe_candidates(full)
-
-
-def _session_scores(
-    session_tf: Callable[[str], Mapping[int, float]],
-    names: Sequence[str],
-    lengths: Mapping[int, float],
-) -> dict[int, float]:
-    n = len(lengths)
-    avg = max(sum(lengths.values()) / n, 1e-9)
-    out: dict[int, float] = defaultdict(float)
-    k1, b = K1, B
-    norms: dict[int, float] = {}  # each session's length normalisation, computed once
-    for name in names:
-        per = session_tf(name)
-        if not per:
-            continue
-        df = len(per)
-        idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-        for sid, f in per.items():
-            norm = norms.get(sid)
-            if norm is None:
-                norm = norms[sid] = k1 * (1.0 - b + b * lengths.get(sid, avg) / avg)
-            out[sid] += idf * f * (k1 + 1.0) / (f + norm)
-    return out
 
 
 def contains_phrase(phrase: Sequence[str], texts: Sequence[str]) -> bool:

@@ -11,7 +11,9 @@ ranking and the rows must agree, as if read in one snapshot:
   the namespace's statistics rows (every index write changes one of them: a new row version,
   or a row gone). If the stamps differ it returns None and the caller runs :func:`search` in
   a transaction. BEGIN and COMMIT were two of a search's four round trips: a rare word's
-  search 2.7 → 2.1 ms (docs/benchmarks.md).
+  search 2.7 → 2.1 ms (docs/benchmarks.md). A *wide* namespace (more than
+  :data:`.lexical.STAMP_PARTS` sessions) is searched in a snapshot instead, reading its
+  statistics summed (the stamp and the narrow statistics read a row per session).
 """
 
 from __future__ import annotations
@@ -36,6 +38,10 @@ _MESSAGE_ROWS_SQL = (
     f"FROM (SELECT {lexical.STAMP} AS stamp) s LEFT JOIN message_search m ON m.seq = ANY(%(ids)s)"
 )
 _STAMP_SQL = f"SELECT {lexical.STAMP}"
+_PAGE_SQL = (  # the same rows in a snapshot (no stamp)
+    "SELECT m.seq, m.session_id, m.id, m.role, m.text, m.tool_text, m.created_at "
+    "FROM message_search m WHERE m.seq = ANY(%(ids)s)"
+)
 _ENTRY_ROWS_SQL = "SELECT id, key, content, description FROM entries WHERE id = ANY(%s)"
 
 
@@ -53,9 +59,11 @@ async def search(
     query: ParsedQuery,
     session_ids: list[str] | None,
     limit: int,
+    wide: set[str] | None = None,
 ) -> list[SearchResult]:
-    """A message search; the caller runs it in one snapshot."""
-    found = await _search(conn, namespace, query, session_ids, limit, checked=False)
+    """A message search; the caller runs it in one snapshot. ``wide``: the store's set of
+    wide namespaces (:data:`.lexical.STAMP_PARTS`), read and kept up to date."""
+    found = await _search(conn, namespace, query, session_ids, limit, checked=False, wide=wide)
     assert found is not None
     return found
 
@@ -66,10 +74,12 @@ async def search_checked(
     query: ParsedQuery,
     session_ids: list[str] | None,
     limit: int,
+    wide: set[str],
 ) -> list[SearchResult] | None:
-    """A message search run without a transaction: its results, or None when the namespace's
-    index was written while it ran (then run :func:`search` in one snapshot)."""
-    return await _search(conn, namespace, query, session_ids, limit, checked=True)
+    """A message search of a narrow namespace run without a transaction: its results, or None
+    when the namespace's index was written while it ran (then run :func:`search` in one
+    snapshot). A namespace found wide is added to ``wide``."""
+    return await _search(conn, namespace, query, session_ids, limit, checked=True, wide=wide)
 
 
 async def _search(
@@ -80,6 +90,7 @@ async def _search(
     limit: int,
     *,
     checked: bool,
+    wide: set[str] | None,
 ) -> list[SearchResult] | None:
     hits = _rules.message_hits(query, limit, _message_fields, _message_created)
     sids: set[int] | None = None
@@ -94,12 +105,26 @@ async def _search(
         if not sids:
             return []
     coll = message_collection(namespace)
-    ranked, stamp = await lexical.candidates(conn, coll, query, sids, sessions=True, limit=limit)
-    if checked and not ranked:  # nothing to read, but the plan may have taken several statements
+    was_wide = wide is not None and namespace in wide
+    ranked, stamp, is_wide = await lexical.candidates(
+        conn, coll, query, sids, sessions=True, limit=limit, checked=checked, wide=was_wide
+    )
+    if wide is not None and is_wide != was_wide:
+        if is_wide:
+            if len(wide) >= 4096:  # (bounded: forgetting one costs one search's statistics)
+                wide.clear()
+            wide.add(namespace)
+        else:
+            wide.discard(namespace)
+    if not checked:
+        for ids in hits.pages(ranked):
+            cur = await conn.execute(_PAGE_SQL, {"ids": ids})
+            hits.add({r[0]: r for r in await cur.fetchall()})
+        return hits.results
+    if not ranked:  # nothing to read, but the plan may have taken several statements
         cur = await conn.execute(_STAMP_SQL, {"coll": coll})
         row = await cur.fetchone()
         return [] if row is not None and row[0] == stamp else None
-    # (in a snapshot the stamps always agree)
     for ids in hits.pages(ranked):
         cur = await conn.execute(_MESSAGE_ROWS_SQL, {"coll": coll, "ids": ids})
         page = await cur.fetchall()
@@ -114,7 +139,7 @@ async def search_entries(
 ) -> list[EntryHit]:
     hits = _rules.entry_hits(query, limit)
     coll = entry_collection(*k)
-    ranked, _ = await lexical.candidates(conn, coll, query, None, sessions=False, limit=limit)
+    ranked = (await lexical.candidates(conn, coll, query, None, sessions=False, limit=limit)).ranked
     for ids in hits.pages(ranked):
         cur = await conn.execute(_ENTRY_ROWS_SQL, (ids,))
         hits.add({r[0]: r for r in await cur.fetchall()})

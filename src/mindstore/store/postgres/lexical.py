@@ -185,10 +185,13 @@ async def index_entry(
 
 
 class Candidates(NamedTuple):
-    """Ranked ``(score, doc, part)`` and the :data:`STAMP` read by the first statement."""
+    """Ranked ``(score, doc, part)``, the :data:`STAMP` read by the first statement (a
+    checked search's; else None), and whether the collection has more than
+    :data:`STAMP_PARTS` sessions."""
 
     ranked: list[tuple[float, int, int]]
-    stamp: str
+    stamp: str | None
+    wide: bool = False
 
 
 async def candidates(
@@ -199,24 +202,31 @@ async def candidates(
     *,
     sessions: bool,
     limit: int,
+    checked: bool = False,
+    wide: bool = False,
 ) -> Candidates:
-    """As :func:`mindstore.store.sqlite.lexical.candidates`, with the statistics' stamp.
+    """As :func:`mindstore.store.sqlite.lexical.candidates`, with the statistics' stamp when
+    ``checked`` (a search outside a snapshot: see :mod:`._search`); ``wide`` reads a wide
+    collection's statistics (:data:`STAMP_PARTS`; never checked).
 
     One statement reads the statistics, the planner's first counts (its first request depends
     on the query only) and the rows of the keys it will read in full if that request settles
     them (resolved, rarest first, within ROW_BUDGET rows: :func:`bm25.planner`'s ``rare``): a
     query of rare words costs one round trip here, where it cost four."""
+    assert not (checked and wide)
     steps = bm25.planner(query, limit)
     try:
         request: bm25.Count | None = next(steps)
     except StopIteration as done:
         plan: bm25.Plan = done.value  # no term keys (prefixes only)
         request = None
-    stats, counts, prefetched, stamp = await _first_read(conn, coll, request)
-    n_docs = sum(r[1] for r in stats)
+    first = await _first_read(conn, coll, request, checked, wide)
+    stamp, n_docs, stats = first.stamp, first.docs, first.sessions
+    is_wide = stats.count > STAMP_PARTS
     if n_docs == 0:
-        return Candidates([], stamp)
-    total = sum(r[2] for r in stats)
+        return Candidates([], stamp, wide=is_wide)
+    total = stats.total
+    counts, prefetched = first.counts, first.rows
     if request is not None:
         try:
             while True:
@@ -225,8 +235,7 @@ async def candidates(
         except StopIteration as done:
             plan = done.value
     full, probe = plan.full, plan.probe
-    lengths = {r[0]: r[2] for r in stats} if sessions else None
-    ranking = bm25.Ranking(query, n_docs, total, sids, lengths)
+    ranking = bm25.Ranking(query, n_docs, total, sids, stats if sessions else None)
     # The first statement brought the rows of the first round's rare keys (never a sampled
     # anchor: its count reached the cap); the other keys read in full are read now.
     for k in full:
@@ -250,8 +259,10 @@ async def candidates(
         ranking.add(await _term_rows(conn, coll, full))
         plan = replace(plan, sample=None)
     if not probe:
+        await _read_lengths(conn, coll, ranking)
         ranked = ranking.rank(top, ranking.probe_dfs(plan, set()) if plan.sample else None)
-        return Candidates(ranked, stamp)
+        return Candidates(ranked, stamp, wide=is_wide)
+    await _read_lengths(conn, coll, ranking)
     docs = ranking.probe_candidates(full)
     filled: list[str] = []
     if top is not None and not bm25.required_keys(query):
@@ -263,9 +274,21 @@ async def candidates(
             docs |= {r[2] for r in recent if sids is None or r[3] in sids}
         if len(docs) < top:  # still too few (quiet sessions of a busy namespace): exact
             ranking.add(await _term_rows(conn, coll, probe))
-            return Candidates(ranking.rank(top), stamp)
+            await _read_lengths(conn, coll, ranking)
+            return Candidates(ranking.rank(top), stamp, wide=is_wide)
     ranking.add(await _term_rows(conn, coll, probe, docs))
-    return Candidates(ranking.rank(top, ranking.probe_dfs(plan, docs, filled), docs), stamp)
+    await _read_lengths(conn, coll, ranking)
+    ranked = ranking.rank(top, ranking.probe_dfs(plan, docs, filled), docs)
+    return Candidates(ranked, stamp, wide=is_wide)
+
+
+async def _read_lengths(conn: Conn, coll: str, ranking: bm25.Ranking) -> None:
+    """The lengths of the sessions the ranking's postings are in that it does not hold yet
+    (a wide collection's; a narrow one's first statement read every session's)."""
+    missing = ranking.missing()
+    if missing and ranking.lengths is not None:
+        cur = await conn.execute(_LENGTHS_SQL, {"coll": coll, "parts": missing}, binary=True)
+        ranking.lengths.lengths.update(await cur.fetchall())
 
 
 # min(document frequency, cap) of key k: an index-only count that stops at the cap
@@ -282,58 +305,107 @@ STAMP = (
     "(SELECT md5(coalesce(string_agg(part::text || ':' || xmin::text, ',' ORDER BY part), ''))"
     " FROM search_stats WHERE coll = %(coll)s)"
 )
-# the first statement's rows are tagged: 0 statistics per part, 1 counts, 2 key rows, 3 stamp
+STAMP_PARTS = 200
+"""Sessions (statistics rows) up to which a namespace is *narrow*: its searches read every
+session's statistics row and, outside a transaction, are checked with the :data:`STAMP`.
+A *wide* namespace's searches read the statistics summed on the server and the lengths of
+the sessions their postings are in only, in a repeatable-read snapshot (no stamp): both
+read a row per session, about 1.2 µs each on the server plus their transfer, and a namespace
+of 10,000 sessions spent 35 ms a rare word's search on them (docs/benchmarks.md)."""
+# The first statement's rows are tagged: 0 a session's statistics (narrow), 5 the sums
+# (wide: sessions holding documents, documents, weighted length), 1 counts, 2 key rows,
+# 3 the stamp (narrow, checked), 4 the length of a key row's session (wide).
 _STATS_ROWS = (
     "SELECT 0, NULL::text, part, docs, NULL::real, NULL::real, length FROM search_stats "
     "WHERE coll = %(coll)s AND docs > 0"
 )
+_SUMS_ROW = (
+    "SELECT 5, NULL::text, count(*), sum(docs)::bigint, NULL::real, NULL::real, sum(length) "
+    "FROM search_stats WHERE coll = %(coll)s AND docs > 0"
+)
 _STAMP_ROW = f"SELECT 3, {STAMP}, NULL, NULL, NULL, NULL, NULL"
-_STATS = f"{_STATS_ROWS} UNION ALL {_STAMP_ROW}"  # a query with no term keys (prefixes only)
-_FIRST = (
+_COUNTED = (
     f"WITH c AS (SELECT k, {_COUNT_K} AS n FROM unnest(%(keys)s::text[]) AS k), "
     # the keys settled by this count, rarest first, while their rows total ROW_BUDGET
     'r AS (SELECT k FROM (SELECT k, n, sum(n) OVER (ORDER BY n, k COLLATE "C" '
-    "ROWS UNBOUNDED PRECEDING) AS used FROM c WHERE n < %(cap)s) u WHERE used <= %(budget)s) "
-    f"{_STATS_ROWS} "
-    "UNION ALL SELECT 1, k, NULL, n, NULL, NULL, NULL FROM c "
-    "UNION ALL SELECT 2, r.k, t.doc, t.part, t.tf, t.ctx, t.dl FROM r, LATERAL "
+    "ROWS UNBOUNDED PRECEDING) AS used FROM c WHERE n < %(cap)s) u WHERE used <= %(budget)s), "
+    "p AS (SELECT r.k, t.doc, t.part, t.tf, t.ctx, t.dl FROM r, LATERAL "
     "(SELECT doc, part, tf, ctx, dl FROM search_terms "
-    "WHERE coll = %(coll)s AND kind = 0 AND key = r.k) t "
-    f"UNION ALL {_STAMP_ROW}"
+    "WHERE coll = %(coll)s AND kind = 0 AND key = r.k) t) "
+    "{} UNION ALL SELECT 1, k, NULL, n, NULL, NULL, NULL FROM c "
+    "UNION ALL SELECT 2, k, doc, part, tf, ctx, dl FROM p"
 )
+# (narrow, checked) → statement; a query with no term keys (prefixes only) reads statistics
+_FIRST = {
+    (True, False): _COUNTED.format(_STATS_ROWS),
+    (True, True): f"{_COUNTED.format(_STATS_ROWS)} UNION ALL {_STAMP_ROW}",
+    (False, False): f"{_COUNTED.format(_SUMS_ROW)} UNION ALL SELECT 4, NULL, part, NULL, "
+    "NULL, NULL, length FROM search_stats WHERE coll = %(coll)s AND part IN (SELECT part FROM p)",
+}
+_STATS = {
+    (True, False): _STATS_ROWS,
+    (True, True): f"{_STATS_ROWS} UNION ALL {_STAMP_ROW}",
+    (False, False): _SUMS_ROW,
+}
+_LENGTHS_SQL = (
+    "SELECT part, length FROM search_stats WHERE coll = %(coll)s AND part = ANY(%(parts)s)"
+)
+
 
 KeyRows = list[tuple[int, int, float, float, float]]
 
 
+class FirstRead(NamedTuple):
+    """What :func:`_first_read` returns: the statistics, as :class:`bm25.Sessions` (every
+    session's length when narrow), the counts, the prefetched key rows and the stamp."""
+
+    docs: int
+    sessions: bm25.Sessions
+    counts: dict[str, int]
+    rows: dict[str, KeyRows]
+    stamp: str | None
+
+
 async def _first_read(
-    conn: Conn, coll: str, request: bm25.Count | None
-) -> tuple[list[tuple[int, int, float]], dict[str, int], dict[str, KeyRows], str]:
-    """The collection's statistics per part; ``min(document frequency, cap)`` of the
-    requested keys; the ``(doc, part, tf, ctx, dl)`` rows of the keys that count settles
-    within the row budget; and the statistics' :data:`STAMP` — in one statement."""
+    conn: Conn, coll: str, request: bm25.Count | None, checked: bool, wide: bool
+) -> FirstRead:
+    """The collection's statistics; ``min(document frequency, cap)`` of the requested keys;
+    the ``(doc, part, tf, ctx, dl)`` rows of the keys that count settles within the row
+    budget; when ``checked``, the statistics' :data:`STAMP`; in one statement. ``wide``
+    reads the statistics summed, and the lengths of the key rows' sessions only."""
+    params: dict[str, Any] = {"coll": coll}
+    variant = (not wide, checked and not wide)
     if request is None:
-        cur = await conn.execute(_STATS, {"coll": coll}, binary=True)
+        cur = await conn.execute(_STATS[variant], params, binary=True)
     else:
         keys, cap = request
-        params = {"coll": coll, "cap": cap, "keys": keys, "budget": bm25.ROW_BUDGET}
-        cur = await conn.execute(_FIRST, params, binary=True)
-    stats: list[tuple[int, int, float]] = []
+        params.update(cap=cap, keys=keys, budget=bm25.ROW_BUDGET)
+        cur = await conn.execute(_FIRST[variant], params, binary=True)
+    docs, parts, total = 0, 0, 0.0
     counts: dict[str, int] = {}
     rows: dict[str, KeyRows] = {}
-    stamp = ""
+    lengths: dict[int, float] = {}
+    stamp = None
     for tag, key, a, b, tf, ctx, dl in await cur.fetchall():
         if tag == 2:
             rows.setdefault(key, []).append((a, b, tf, ctx, dl))
         elif tag == 1:
             counts[key] = b
         elif tag == 0:
-            stats.append((a, b, dl))
+            lengths[a] = dl
+            docs += b
+            parts += 1
+            total += dl
+        elif tag == 4:
+            lengths[a] = dl
+        elif tag == 5:
+            parts, docs, total = a, b or 0, dl or 0.0
         else:
             stamp = key
     for k, n in counts.items():  # a settled key with no rows
         if n == 0:
             rows.setdefault(k, [])
-    return stats, counts, rows, stamp
+    return FirstRead(docs, bm25.Sessions(parts, total, lengths), counts, rows, stamp)
 
 
 async def _count(conn: Conn, coll: str, keys: list[str], cap: int) -> dict[str, int]:

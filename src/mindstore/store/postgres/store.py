@@ -118,6 +118,9 @@ class PostgresStore(StoreFront, VectorMethods):
         """Use :meth:`PostgresStore.open`."""
         self._db = db
         self._schema = schema
+        # wide namespaces (more sessions than lexical.STAMP_PARTS): searched in a snapshot
+        # with their statistics summed (postgres/_search.py)
+        self._wide: set[str] = set()
         self._dsn = dsn
         self._embedder = check_embedder(embedder)
         self._vectors: PostgresVectors | None = (
@@ -274,13 +277,15 @@ class PostgresStore(StoreFront, VectorMethods):
     ) -> list[SearchResult]:
         """Outside a caller's transaction: the search without BEGIN/COMMIT, checked to have
         read one state of the namespace's index (:func:`._search.search_checked`); in the
-        usual repeatable-read snapshot when it was written meanwhile, or inside a
-        transaction."""
-        if not self._db.in_transaction:
-            found = await self._read(_search.search_checked, namespace, query, ids, limit)
+        usual repeatable-read snapshot when it was written meanwhile, inside a transaction,
+        or for a wide namespace (more sessions than :data:`.lexical.STAMP_PARTS`)."""
+        if not self._db.in_transaction and namespace not in self._wide:
+            found = await self._read(
+                _search.search_checked, namespace, query, ids, limit, self._wide
+            )
             if found is not None:
                 return found
-        return await super()._search_messages(namespace, query, ids, limit)
+        return await self._read_snapshot(_search.search, namespace, query, ids, limit, self._wide)
 
     async def _fetchone(self, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> Any:
         """One read statement's first row (or None)."""

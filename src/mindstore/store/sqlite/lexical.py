@@ -20,7 +20,7 @@ import json
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from mindstore.lexical import bm25
 from mindstore.lexical.collections import entry_collection, message_collection
@@ -246,13 +246,10 @@ def candidates(
 ) -> list[tuple[float, int, int]]:
     """Every hit of ``query`` in collection ``coll`` ranked by BM25, best first (phrases not yet
     confirmed); ``sessions`` adds the session score (message collections)."""
-    stats = conn.execute(
-        "SELECT part, docs, length FROM search_stats WHERE coll = ? AND docs > 0", (coll,)
-    ).fetchall()
-    n_docs = sum(r[1] for r in stats)
+    stats = _statistics(conn, coll)
+    n_docs, total = stats.docs, stats.total
     if n_docs == 0:
         return []
-    total = sum(r[2] for r in stats)
     keys = bm25.term_keys(query)
     pending = _pending_rows(conn, coll, keys, query.prefixes)
     in_pending: dict[str, int] = {}
@@ -275,7 +272,7 @@ def candidates(
             "WHERE coll = ? AND kind = 1 AND key >= ? AND key < ?",
             (coll, p, p + "\U0010ffff"),
         ).fetchall()
-    lengths = {r[0]: r[2] for r in stats} if sessions else None
+    lengths = stats.sessions if sessions else None
     # without phrases every candidate is a hit: only the best `limit` need sorting
     top = None if query.phrases else limit
     ranking = bm25.Ranking(query, n_docs, total, sids, lengths)
@@ -288,7 +285,9 @@ def candidates(
             ranking.add_term(key, _key_rows(conn, coll, key, None))
         plan = replace(plan, sample=None)
     if not probe:
+        _read_lengths(conn, coll, ranking)
         return ranking.rank(top, ranking.probe_dfs(plan, set()) if plan.sample else None)
+    _read_lengths(conn, coll, ranking)
     docs = ranking.probe_candidates(full)
     probed = set(probe)
     filled: list[str] = []
@@ -303,10 +302,58 @@ def candidates(
         if len(docs) < top:  # still too few (quiet sessions of a busy namespace): exact
             ranking.add(_term_rows(conn, coll, probe))
             ranking.add(r for r in pending if r[0] == 0 and r[1] in probed)
+            _read_lengths(conn, coll, ranking)
             return ranking.rank(top)
     ranking.add(_term_rows(conn, coll, probe, docs))
     ranking.add(r for r in pending if r[0] == 0 and r[1] in probed and r[2] in docs)
+    _read_lengths(conn, coll, ranking)
     return ranking.rank(top, ranking.probe_dfs(plan, docs, filled), docs)
+
+
+WIDE_PARTS: Final = 200
+"""Sessions up to which a search reads every session's statistics row (as PostgreSQL's
+``STAMP_PARTS``); a wider namespace's are summed by SQLite, and only the lengths of the
+sessions a search's postings are in are read (:func:`_read_lengths`): a namespace of 10,000
+sessions spent most of a rare word's 12 ms reading every row (docs/benchmarks.md)."""
+
+
+class _Statistics(NamedTuple):
+    docs: int
+    total: float
+    sessions: bm25.Sessions
+
+
+def _statistics(conn: sqlite3.Connection, coll: str) -> _Statistics:
+    """The collection's document count and weighted length, and its sessions' statistics:
+    every session's length in a narrow collection; the sums only in a wide one. (Lengths are
+    sums of halves: their totals are exact in any order.)"""
+    rows = conn.execute(
+        "SELECT part, docs, length FROM search_stats WHERE coll = ? AND docs > 0 LIMIT ?",
+        (coll, WIDE_PARTS + 1),
+    ).fetchall()
+    if len(rows) <= WIDE_PARTS:
+        total = sum(r[2] for r in rows)
+        lengths = {r[0]: r[2] for r in rows}
+        docs = sum(r[1] for r in rows)
+        return _Statistics(docs, total, bm25.Sessions(len(rows), total, lengths))
+    n, docs, total = conn.execute(
+        "SELECT count(*), sum(docs), sum(length) FROM search_stats WHERE coll = ? AND docs > 0",
+        (coll,),
+    ).fetchone()
+    return _Statistics(docs, total, bm25.Sessions(n, total, {}))
+
+
+def _read_lengths(conn: sqlite3.Connection, coll: str, ranking: bm25.Ranking) -> None:
+    """The lengths of the sessions the ranking's postings are in that it does not hold yet."""
+    missing = ranking.missing()
+    if missing and ranking.lengths is not None:
+        ranking.lengths.lengths.update(
+            conn.execute(
+                "SELECT part, length FROM search_stats WHERE coll = ? "
+                "AND part IN (SELECT value FROM json_each(?))",
+                (coll, json.dumps(missing)),
+            ).fetchall()
+        )
 
 
 def _count(
