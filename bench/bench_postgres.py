@@ -42,7 +42,6 @@ import multiprocessing
 import os
 import random
 import statistics
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -524,4 +523,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

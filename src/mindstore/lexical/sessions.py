@@ -7,8 +7,17 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
 
-__all__ = ["Sessions", "session_scores"]
+__all__ = ["WIDE_SESSIONS", "Sessions", "session_scores"]
+
+WIDE_SESSIONS: Final = 200
+"""Sessions (statistics rows) up to which a namespace is *narrow*: a search reads every
+session's statistics row. A *wider* namespace's statistics are summed by the database and
+only the lengths of the sessions a search's postings are in are read: a rare word's search
+in 10,000 sessions spent most of its time on those rows (12 ms on SQLite, 44 ms on
+PostgreSQL, docs/benchmarks.md). Both stores use this bound (SQLite ``WIDE_PARTS``,
+PostgreSQL ``STAMP_PARTS``)."""
 
 
 @dataclass(slots=True)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mindstore.lexical.collections import entry_collection, message_collection
 from mindstore.search import ParsedQuery, SearchResult
@@ -53,19 +53,26 @@ def _message_created(row: Sequence[Any]) -> datetime:
     return row[6]  # type: ignore[no-any-return]
 
 
+class Found(NamedTuple):
+    """A message search's results (None: a checked search found the namespace's index
+    written while it ran) and whether the namespace is wide (:data:`.lexical.STAMP_PARTS`):
+    the store remembers which are, to search them in a snapshot from the start."""
+
+    results: list[SearchResult] | None
+    wide: bool
+
+
 async def search(
     conn: Conn,
     namespace: str,
     query: ParsedQuery,
     session_ids: list[str] | None,
     limit: int,
-    wide: set[str] | None = None,
-) -> list[SearchResult]:
-    """A message search; the caller runs it in one snapshot. ``wide``: the store's set of
-    wide namespaces (:data:`.lexical.STAMP_PARTS`), read and kept up to date."""
-    found = await _search(conn, namespace, query, session_ids, limit, checked=False, wide=wide)
-    assert found is not None
-    return found
+    wide: bool = False,
+) -> Found:
+    """A message search; the caller runs it in one snapshot. ``wide``: the namespace was
+    found wide (read its statistics summed)."""
+    return await _search(conn, namespace, query, session_ids, limit, checked=False, wide=wide)
 
 
 async def search_checked(
@@ -74,12 +81,11 @@ async def search_checked(
     query: ParsedQuery,
     session_ids: list[str] | None,
     limit: int,
-    wide: set[str],
-) -> list[SearchResult] | None:
-    """A message search of a narrow namespace run without a transaction: its results, or None
-    when the namespace's index was written while it ran (then run :func:`search` in one
-    snapshot). A namespace found wide is added to ``wide``."""
-    return await _search(conn, namespace, query, session_ids, limit, checked=True, wide=wide)
+) -> Found:
+    """A message search of a namespace not known to be wide, run without a transaction: its
+    results, or None when the namespace's index was written while it ran (then run
+    :func:`search` in one snapshot)."""
+    return await _search(conn, namespace, query, session_ids, limit, checked=True, wide=False)
 
 
 async def _search(
@@ -90,8 +96,8 @@ async def _search(
     limit: int,
     *,
     checked: bool,
-    wide: set[str] | None,
-) -> list[SearchResult] | None:
+    wide: bool,
+) -> Found:
     hits = _rules.message_hits(query, limit, _message_fields, _message_created)
     sids: set[int] | None = None
     if session_ids is not None:
@@ -103,35 +109,27 @@ async def _search(
         )
         sids = {r[0] for r in await cur.fetchall()}
         if not sids:
-            return []
+            return Found([], wide)
     coll = message_collection(namespace)
-    was_wide = wide is not None and namespace in wide
     ranked, stamp, is_wide = await lexical.candidates(
-        conn, coll, query, sids, sessions=True, limit=limit, checked=checked, wide=was_wide
+        conn, coll, query, sids, sessions=True, limit=limit, checked=checked, wide=wide
     )
-    if wide is not None and is_wide != was_wide:
-        if is_wide:
-            if len(wide) >= 4096:  # (bounded: forgetting one costs one search's statistics)
-                wide.clear()
-            wide.add(namespace)
-        else:
-            wide.discard(namespace)
     if not checked:
         for ids in hits.pages(ranked):
             cur = await conn.execute(_PAGE_SQL, {"ids": ids})
             hits.add({r[0]: r for r in await cur.fetchall()})
-        return hits.results
+        return Found(hits.results, is_wide)
     if not ranked:  # nothing to read, but the plan may have taken several statements
         cur = await conn.execute(_STAMP_SQL, {"coll": coll})
         row = await cur.fetchone()
-        return [] if row is not None and row[0] == stamp else None
+        return Found([] if row is not None and row[0] == stamp else None, is_wide)
     for ids in hits.pages(ranked):
         cur = await conn.execute(_MESSAGE_ROWS_SQL, {"coll": coll, "ids": ids})
         page = await cur.fetchall()
         if page[0][0] != stamp:
-            return None
+            return Found(None, is_wide)
         hits.add({r[1]: r[1:] for r in page if r[1] is not None})
-    return hits.results
+    return Found(hits.results, is_wide)
 
 
 async def search_entries(

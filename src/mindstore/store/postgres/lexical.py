@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from mindstore.lexical import bm25
 from mindstore.lexical.collections import entry_collection, message_collection
+from mindstore.lexical.sessions import WIDE_SESSIONS
 from mindstore.search import ParsedQuery
 
 if TYPE_CHECKING:
@@ -305,13 +306,13 @@ STAMP = (
     "(SELECT md5(coalesce(string_agg(part::text || ':' || xmin::text, ',' ORDER BY part), ''))"
     " FROM search_stats WHERE coll = %(coll)s)"
 )
-STAMP_PARTS = 200
-"""Sessions (statistics rows) up to which a namespace is *narrow*: its searches read every
-session's statistics row and, outside a transaction, are checked with the :data:`STAMP`.
-A *wide* namespace's searches read the statistics summed on the server and the lengths of
-the sessions their postings are in only, in a repeatable-read snapshot (no stamp): both
-read a row per session, about 1.2 µs each on the server plus their transfer, and a namespace
-of 10,000 sessions spent 35 ms a rare word's search on them (docs/benchmarks.md)."""
+STAMP_PARTS = WIDE_SESSIONS
+"""Sessions (statistics rows) up to which a namespace is *narrow*
+(:data:`mindstore.lexical.sessions.WIDE_SESSIONS`): its searches read every session's
+statistics row and, outside a transaction, are checked with the :data:`STAMP`. A *wide*
+namespace's searches read the statistics summed on the server and the lengths of the sessions
+their postings are in only, in a repeatable-read snapshot (no stamp: it reads a row per
+session too)."""
 # The first statement's rows are tagged: 0 a session's statistics (narrow), 5 the sums
 # (wide: sessions holding documents, documents, weighted length), 1 counts, 2 key rows,
 # 3 the stamp (narrow, checked), 4 the length of a key row's session (wide).

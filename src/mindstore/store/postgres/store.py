@@ -279,13 +279,29 @@ class PostgresStore(StoreFront, VectorMethods):
         read one state of the namespace's index (:func:`._search.search_checked`); in the
         usual repeatable-read snapshot when it was written meanwhile, inside a transaction,
         or for a wide namespace (more sessions than :data:`.lexical.STAMP_PARTS`)."""
-        if not self._db.in_transaction and namespace not in self._wide:
-            found = await self._read(
-                _search.search_checked, namespace, query, ids, limit, self._wide
-            )
-            if found is not None:
-                return found
-        return await self._read_snapshot(_search.search, namespace, query, ids, limit, self._wide)
+        wide = namespace in self._wide
+        if not self._db.in_transaction and not wide:
+            found = await self._read(_search.search_checked, namespace, query, ids, limit)
+            self._remember_width(namespace, found.wide)
+            if found.results is not None:
+                return found.results
+            wide = found.wide
+        found = await self._read_snapshot(_search.search, namespace, query, ids, limit, wide)
+        self._remember_width(namespace, found.wide)
+        assert found.results is not None
+        return found.results
+
+    def _remember_width(self, namespace: str, wide: bool) -> None:
+        """Keep :attr:`_wide` up to date with what a search found (bounded: forgetting a wide
+        namespace costs its next search a checked first statement)."""
+        if wide == (namespace in self._wide):
+            return
+        if not wide:
+            self._wide.discard(namespace)
+            return
+        if len(self._wide) >= 4096:
+            self._wide.clear()
+        self._wide.add(namespace)
 
     async def _fetchone(self, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> Any:
         """One read statement's first row (or None)."""

@@ -24,6 +24,7 @@ from typing import Any, Final, NamedTuple
 
 from mindstore.lexical import bm25
 from mindstore.lexical.collections import entry_collection, message_collection
+from mindstore.lexical.sessions import WIDE_SESSIONS
 from mindstore.search import ParsedQuery, index_text
 
 __all__ = [
@@ -310,11 +311,9 @@ def candidates(
     return ranking.rank(top, ranking.probe_dfs(plan, docs, filled), docs)
 
 
-WIDE_PARTS: Final = 200
-"""Sessions up to which a search reads every session's statistics row (as PostgreSQL's
-``STAMP_PARTS``); a wider namespace's are summed by SQLite, and only the lengths of the
-sessions a search's postings are in are read (:func:`_read_lengths`): a namespace of 10,000
-sessions spent most of a rare word's 12 ms reading every row (docs/benchmarks.md)."""
+WIDE_PARTS: Final = WIDE_SESSIONS
+"""Sessions up to which a search reads every session's statistics row; a wider namespace's
+are summed by SQLite and only the lengths it needs read (:func:`_read_lengths`)."""
 
 
 class _Statistics(NamedTuple):
