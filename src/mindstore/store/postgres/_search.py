@@ -9,7 +9,9 @@ ranking and the rows must agree, as if read in one snapshot:
   statements without one and proves instead that nothing of the namespace's index was written
   between its first and last statement: each of those returns the :data:`.lexical.STAMP` of
   the namespace's statistics rows (every index write changes one of them: a new row version,
-  or a row gone). If the stamps differ it returns None and the caller runs :func:`search` in
+  or a row gone). The last one computes its stamp only when its snapshot differs from the
+  first one's (:data:`.lexical.CHECK_STAMP`: equal snapshots saw the same commits, so the same
+  rows). If the stamps differ it returns None and the caller runs :func:`search` in
   a transaction. BEGIN and COMMIT were two of a search's four round trips: a rare word's
   search 2.7 → 2.1 ms (docs/benchmarks.md). A *wide* namespace (more than
   :data:`.lexical.STAMP_PARTS` sessions) is searched in a snapshot instead, reading its
@@ -35,9 +37,10 @@ if TYPE_CHECKING:
 # with NULL message columns when none of the page's messages is left)
 _MESSAGE_ROWS_SQL = (
     "SELECT s.stamp, m.seq, m.session_id, m.id, m.role, m.text, m.tool_text, m.created_at "
-    f"FROM (SELECT {lexical.STAMP} AS stamp) s LEFT JOIN message_search m ON m.seq = ANY(%(ids)s)"
+    f"FROM (SELECT {lexical.CHECK_STAMP} AS stamp) s "
+    "LEFT JOIN message_search m ON m.seq = ANY(%(ids)s)"
 )
-_STAMP_SQL = f"SELECT {lexical.STAMP}"
+_STAMP_SQL = f"SELECT {lexical.CHECK_STAMP}"
 _PAGE_SQL = (  # the same rows in a snapshot (no stamp)
     "SELECT m.seq, m.session_id, m.id, m.role, m.text, m.tool_text, m.created_at "
     "FROM message_search m WHERE m.seq = ANY(%(ids)s)"
@@ -119,14 +122,17 @@ async def _search(
             cur = await conn.execute(_PAGE_SQL, {"ids": ids})
             hits.add({r[0]: r for r in await cur.fetchall()})
         return Found(hits.results, is_wide)
+    assert stamp is not None
+    snapshot, digest = stamp.split(" ", 1)
+    check = {"coll": coll, "snapshot": snapshot, "digest": digest}
     if not ranked:  # nothing to read, but the plan may have taken several statements
-        cur = await conn.execute(_STAMP_SQL, {"coll": coll})
+        cur = await conn.execute(_STAMP_SQL, check)
         row = await cur.fetchone()
-        return Found([] if row is not None and row[0] == stamp else None, is_wide)
+        return Found([] if row is not None and row[0] == digest else None, is_wide)
     for ids in hits.pages(ranked):
-        cur = await conn.execute(_MESSAGE_ROWS_SQL, {"coll": coll, "ids": ids})
+        cur = await conn.execute(_MESSAGE_ROWS_SQL, {**check, "ids": ids})
         page = await cur.fetchall()
-        if page[0][0] != stamp:
+        if page[0][0] != digest:
             return Found(None, is_wide)
         hits.add({r[1]: r[1:] for r in page if r[1] is not None})
     return Found(hits.results, is_wide)

@@ -186,9 +186,9 @@ async def index_entry(
 
 
 class Candidates(NamedTuple):
-    """Ranked ``(score, doc, part)``, the :data:`STAMP` read by the first statement (a
-    checked search's; else None), and whether the collection has more than
-    :data:`STAMP_PARTS` sessions."""
+    """Ranked ``(score, doc, part)``, the snapshot and :data:`STAMP` read by the first
+    statement (a checked search's, as ``"snapshot digest"``; else None), and whether the
+    collection has more than :data:`STAMP_PARTS` sessions."""
 
     ranked: list[tuple[float, int, int]]
     stamp: str | None
@@ -324,7 +324,15 @@ _SUMS_ROW = (
     "SELECT 5, NULL::text, count(*), sum(docs)::bigint, NULL::real, NULL::real, sum(length) "
     "FROM search_stats WHERE coll = %(coll)s AND docs > 0"
 )
-_STAMP_ROW = f"SELECT 3, {STAMP}, NULL, NULL, NULL, NULL, NULL"
+# The snapshot a statement reads by (in autocommit each statement takes its own, and
+# pg_current_snapshot() is the statement's): two statements with equal snapshots see the same
+# transactions committed (one that ends changes the snapshot's xmax or its list of running
+# ones), so the same rows. A checked search's first statement returns its snapshot with its
+# STAMP ("snapshot digest"); a later statement computes the STAMP only when its snapshot
+# differs (CHECK_STAMP): on a quiet database a search aggregates the statistics rows once.
+SNAPSHOT = "pg_current_snapshot()::text"
+CHECK_STAMP = f"(CASE WHEN {SNAPSHOT} = %(snapshot)s THEN %(digest)s ELSE {STAMP} END)"
+_STAMP_ROW = f"SELECT 3, {SNAPSHOT} || ' ' || {STAMP}, NULL, NULL, NULL, NULL, NULL"
 _COUNTED = (
     f"WITH c AS (SELECT k, {_COUNT_K} AS n FROM unnest(%(keys)s::text[]) AS k), "
     # the keys settled by this count, rarest first, while their rows total ROW_BUDGET
