@@ -16,6 +16,7 @@ phrase, a word starting with a ``prefix*``, or a CJK character of a query's CJK 
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -46,6 +47,8 @@ __all__ = [
 ]
 
 SNIPPET_TOKENS: Final = 16
+# ASCII text as separators and words (a word at each odd place)
+_ASCII_SPLIT: Final = re.compile(f"({_ASCII_WORD.pattern})")
 MAX_SOURCE: Final = 10_000
 MAX_HITS: Final = 64
 
@@ -137,25 +140,40 @@ def make_snippet(query: SnippetQuery, fields: Sequence[str]) -> str:
 def _plain_ascii(query: SnippetQuery, source: str, cut: bool) -> str | None:
     """The snippet of an ASCII text without apostrophes for a query without prefixes (the
     common case), or None when it has no hit: what :func:`_ascii_hits` and :func:`_render`
-    make, from the text's words found in one pass and stemmed in one map, and the spans of
-    the window's words only: a quarter less time per snippet of a 15-40-word message than
-    the loop of :func:`_ascii_hits` (63 → 47 µs on a slow machine, same run)."""
+    make, with each step one call into C rather than a Python loop over the words. The text
+    is split once into separators and words (``parts``: words at odd places); the words are
+    stemmed in one ``map``; the hits are found by term with ``list.index`` (a query has a few
+    terms, a text many words); the window's spans are sums of the parts' lengths. A snippet of
+    a 15-40-word message: 25 → 21 µs against the former one pass (findall, a Python loop
+    over the stems, finditer for the window's spans), itself a quarter faster than the loop
+    of :func:`_ascii_hits`."""
     lower = source.lower()
-    words = _ASCII_WORD.findall(lower)
-    terms = query.terms
-    keys = words if all(len(w) <= MAX_WORD for w in words) else list(map(_shorten, words))
-    hits = [(i, t) for i, t in enumerate(map(stem, keys)) if t in terms]
-    if not hits:
+    parts = _ASCII_SPLIT.split(lower)
+    words = parts[1::2]
+    keys = list(map(_shorten, words)) if max(map(len, words), default=0) > MAX_WORD else words
+    stems = list(map(stem, keys))
+    present = query.terms.intersection(stems)
+    if not present:
         return None
+    hits: list[tuple[int, str]] = []
+    for term in present:
+        i = -1
+        for _ in range(stems.count(term)):
+            i = stems.index(term, i + 1)
+            hits.append((i, term))
+    hits.sort()
     n = len(words)
     if len(hits) >= MAX_HITS:  # _ascii_hits stops SNIPPET_TOKENS words after its last hit
         hits = hits[:MAX_HITS]
         n = min(n, hits[-1][0] + SNIPPET_TOKENS + 1)
     start, end = _window(n, hits)
-    spans = [m.span() for m in itertools.islice(_ASCII_WORD.finditer(lower), start, end)]
-    starts = [b for b, _ in spans]
-    ends = [e for _, e in spans]
-    return _compose(source, starts, ends, hits, start, end, end < n or cut, start)
+    # word i is parts[2i + 1]: it starts after the lengths of parts[:2i + 1]
+    offsets = list(
+        itertools.accumulate(
+            map(len, parts[2 * start + 1 : 2 * end]), initial=sum(map(len, parts[: 2 * start + 1]))
+        )
+    )
+    return _compose(source, offsets[0::2], offsets[1::2], hits, start, end, end < n or cut, start)
 
 
 def _ascii_hits(
