@@ -218,6 +218,42 @@ async def test_a_search_runs_again_in_one_snapshot_when_the_index_changes_under_
     assert snapshots == ["snapshot"] * 4
 
 
+async def test_the_stamp_of_the_statistics_rows_read_is_the_servers(store: PostgresStore) -> None:
+    """A checked search computes the STAMP of the statistics rows its first statement read
+    (their versions) in Python; it is the digest the server computes for its last statement:
+    no sessions, one, several (parts sorted as numbers, not as text), after a delete."""
+    from mindstore.search import parse_query
+
+    m = SessionManager(store, namespace="digest")
+    coll = message_collection("digest")
+
+    async def both() -> tuple[str, str]:
+        async def run(conn: Any) -> tuple[str, str]:
+            cur = await conn.execute(lexical._STATS_ROWS, {"coll": coll})
+            versions = [(r[2], r[1]) for r in await cur.fetchall()]
+            cur = await conn.execute(f"SELECT {lexical.STAMP}", {"coll": coll})
+            row = await cur.fetchone()
+            return lexical.stamp_digest(versions), row[0]
+
+        return await store._db.read(run)
+
+    mine, server = await both()
+    assert mine == server
+    ids = []
+    for k in range(12):
+        sid = (await m.create(f"s{k}")).id
+        ids.append(sid)
+        await m.session(sid).append_message(msg(f"m{k}", f"a zebra number {k}"))
+        if k in (0, 1, 11):
+            mine, server = await both()
+            assert mine == server
+    assert await m.session(ids[3]).delete_messages(["m3"]) == 1
+    mine, server = await both()
+    assert mine == server
+    hits = await store.search("digest", parse_query("zebra"), limit=20)
+    assert len(hits) == 11  # and a checked search with it finds what is there
+
+
 async def test_the_last_statement_stamps_again_only_when_its_snapshot_moved(
     store: PostgresStore,
 ) -> None:
