@@ -17,6 +17,7 @@ from typing import Any
 from mindstore.errors import EmbeddingError
 from mindstore.lexical.snippet import Deferred, deferred_snippets
 from mindstore.search import SearchResult, search_result
+from mindstore.store._checks import check_int
 from mindstore.store._vectors import query_embedding_started
 from mindstore.vectors import CANDIDATES, DEFAULT_SEMANTIC_WEIGHT, MODES, fuse_minmax
 
@@ -73,7 +74,9 @@ async def search_messages(
     weight = check_weight(semantic_weight)
     if not isinstance(query, str):
         raise TypeError(f"query must be a string, got {type(query).__name__}")
-    if limit <= 0 or not query.strip():
+    if check_int(limit) < 0:
+        raise ValueError(f"limit must be 0 or more (0 returns no results), got {limit}")
+    if limit == 0 or not query.strip():
         return []
     if resolved == "lexical":
         return await lexical(limit)

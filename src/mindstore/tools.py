@@ -221,8 +221,10 @@ def _check_arguments(schema: Mapping[str, Any], args: Mapping[str, Any]) -> str 
     """A shallow JSON-Schema check (required, basic types, enums) of top-level arguments."""
     properties = schema.get("properties") or {}
     for name in schema.get("required") or ():
-        if args.get(name) is None:
+        if name not in args:
             return f"missing required argument {name!r}"
+        if args[name] is None:
+            return f"argument {name!r} is required and cannot be null"
     for name, value in args.items():
         spec = properties.get(name)
         if not isinstance(spec, Mapping) or value is None:

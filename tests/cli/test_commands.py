@@ -264,6 +264,23 @@ def test_bad_url_and_not_a_database(run: Invoke, tmp_path: Path) -> None:
     assert directory.exit_code == 1 and "directory" in directory.stderr
 
 
+def test_no_database_is_an_error_for_writes_and_in_memory_urls(run: Invoke, tmp_path: Path) -> None:
+    """``reindex`` (a write) on an empty file says there is no mindstore database, as the
+    reads do, and leaves the file empty; ``:memory:`` holds nothing to read; a ``sqlite:///``
+    URL without a path is not a throwaway database (``sqlite:///$UNSET``)."""
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    for args in (("--db", empty, "reindex"), ("--db", empty, "search", "x")):
+        result = run(*args)
+        assert result.exit_code == 1 and "no mindstore database" in result.stderr, args
+    assert empty.stat().st_size == 0
+    for db in (":memory:", "sqlite://:memory:"):
+        result = run("--db", db, "search", "deploy")
+        assert result.exit_code == 1 and "no mindstore database" in result.stderr
+    result = run("--db", "sqlite:///", "stats")
+    assert result.exit_code == 1 and "names no file" in result.stderr
+
+
 def test_unreachable_postgres_is_one_line(run: Invoke) -> None:
     result = run("--db", "postgresql://postgres@127.0.0.1:1/none", "sessions")
     assert result.exit_code == 1

@@ -51,6 +51,10 @@ def endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
 
 
 def test_embed_then_search_by_meaning(run: Invoke, db: Path, endpoint: list[int]) -> None:
+    # before `embed`: nothing to find by meaning, and the command says why
+    before = run("--db", db, "search", "rolled", "--mode", "semantic")
+    assert before.exit_code == 0 and "no results" in before.stderr
+    assert "run `mindstore embed`" in " ".join(before.stderr.split())  # (wrapped)
     result = run("--db", db, "--json", "embed", "--batch-size", "3")
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)

@@ -158,3 +158,38 @@ async def test_postgres_read_only_creates_nothing_and_refuses_writes() -> None:
             assert (await reader.get_session(key)).name == "kept"  # type: ignore[union-attr]
     finally:
         await drop_schema(url, schema)
+
+
+@pytest.mark.postgres
+async def test_postgres_reindex_needs_a_mindstore_schema(run: Invoke) -> None:
+    """``reindex`` on a PostgreSQL schema without mindstore's tables (empty, or missing) says
+    there is no mindstore database and creates nothing, as ``search`` does."""
+    import psycopg
+
+    from backends import drop_schema, new_schema_name, postgres_url_or_skip
+
+    url = postgres_url_or_skip()
+    empty, missing = new_schema_name(), new_schema_name()
+
+    async def tables(schema: str) -> int:
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            cur = await conn.execute(
+                "SELECT count(*) FROM pg_tables WHERE schemaname = %s", (schema,)
+            )
+            row = await cur.fetchone()
+            return int(row[0]) if row else 0
+
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute(f'CREATE SCHEMA "{empty}"')
+    sep = "&" if "?" in url else "?"
+    try:
+        for schema in (empty, missing):
+            db = f"{url}{sep}options=-csearch_path%3D{schema}"
+            for args in (("reindex",), ("search", "x")):
+                result = await asyncio.to_thread(run, "--db", db, *args)
+                assert result.exit_code == 1, result.output
+                assert "no mindstore database" in result.stderr
+        assert await tables(empty) == 0 and await tables(missing) == 0
+    finally:
+        await drop_schema(url, empty)
+        await drop_schema(url, missing)

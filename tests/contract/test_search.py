@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from mindstore.manager import SessionManager
 from mindstore.search import parse_query
 from mindstore.session import Session
 from mindstore.store.base import Store
@@ -168,6 +169,17 @@ async def test_empty_query_returns_nothing(corpus: Session) -> None:
     assert await corpus.search("") == []
     assert await corpus.search("!!! ???") == []
     assert await corpus.search("deploy", limit=0) == []
+
+
+async def test_a_bad_limit_is_a_clear_error(corpus: Session) -> None:
+    """A negative limit is an error, not an empty list; a limit that is not an integer says
+    so (it raised Python's own comparison error)."""
+    for call in (corpus.search, SessionManager(corpus.store, namespace=corpus.namespace).search):
+        with pytest.raises(ValueError, match="limit must be 0 or more"):
+            await call("deploy", limit=-1)
+        for bad in ("5", None, 2.5, True):
+            with pytest.raises(TypeError, match="limit must be an integer"):
+                await call("deploy", limit=bad)  # type: ignore[arg-type]
 
 
 async def test_no_ghosts_after_update_and_delete(store: Store) -> None:

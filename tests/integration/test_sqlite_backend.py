@@ -51,6 +51,14 @@ async def test_sqlite_memory_url() -> None:
             assert [m["id"] for m in await s.get_history()] == ["a"]
 
 
+async def test_a_sqlite_url_without_a_path_is_an_error() -> None:
+    """``sqlite:///`` (say, ``sqlite:///$DB`` with DB unset) is not a throwaway in-memory
+    database: only ``sqlite://:memory:`` is."""
+    for url in ("sqlite://", "sqlite:///", "sqlite:///  "):
+        with pytest.raises(ValueError, match="names no file"):
+            await open_store(url)
+
+
 def test_sync_with_opens_the_store_at_once(tmp_path: Path) -> None:
     (tmp_path / "dir.db").mkdir()
     before = set(threading.enumerate())

@@ -66,6 +66,7 @@ async def test_execute_dict_and_json_string() -> None:
         ("echo", "[1, 2]", "must be a JSON object"),
         ("echo", 42, "must be a JSON object"),
         ("echo", {"label": "memory"}, "missing required argument 'content'"),
+        ("echo", {"label": "memory", "content": None}, "'content' is required and cannot be null"),
         ("echo", {"label": "other", "content": "x"}, "must be one of"),
         ("echo", {"label": "memory", "content": 5}, "must be of type string"),
         ("echo", {"label": "memory", "content": "x", "count": True}, "must be of type integer"),

@@ -215,6 +215,12 @@ async def opened(
     (the read commands) opens SQLite with ``mode=ro`` and PostgreSQL with read-only
     transactions: nothing is created, migrated or changed."""
     path = sqlite_path(env.db)
+    postgres = env.db.startswith(("postgresql://", "postgres://"))
+    if env.db in (":memory:", "sqlite://:memory:") and not create:
+        raise CliError(
+            f"no mindstore database at {env.db} (an in-memory database starts empty on each "
+            "run; pass --db PATH|URL or set MINDSTORE_DB)"
+        )
     if path is not None:
         if path.is_dir():
             raise CliError(f"{path} is a directory, not a database file")
@@ -230,9 +236,11 @@ async def opened(
             # Read commands never create, migrate or change the file.
             # Opened now (what `async with` does): an empty or foreign file fails here.
             store: Store = await SQLiteStore(path, read_only=True, embedder=embedder).__aenter__()
-        elif read_only and env.db.startswith(("postgresql://", "postgres://")):
+        elif read_only and postgres:
             store = await open_store(env.db, read_only=True, embedder=embedder)
         else:
+            if not create:  # a write command needs a mindstore database, as the reads do
+                await _require_database(env.db, path)
             store = await open_store(env.db, embedder=embedder)
     except MindstoreError as exc:
         hint = (
@@ -248,6 +256,24 @@ async def opened(
         yield store
     finally:
         await store.aclose()
+
+
+async def _require_database(url: str, path: Path | None) -> None:
+    """Raise "no mindstore database" when ``url`` holds no mindstore schema (an empty or
+    foreign SQLite file, a PostgreSQL schema without mindstore's tables), where opening it
+    for writing would create one. An older schema passes: opening it migrates it."""
+    from mindstore.store import SQLiteStore
+
+    try:
+        if path is not None:
+            probe: Store = await SQLiteStore(path, read_only=True).__aenter__()
+        else:
+            probe = await open_store(url, read_only=True)
+    except MindstoreError as exc:
+        if "no mindstore database" in str(exc):
+            raise
+        return  # (an older schema: the writable open migrates it; other errors show there)
+    await probe.aclose()
 
 
 async def require_session(store: Store, key: SessionKey) -> None:

@@ -31,12 +31,15 @@ async def _semantic_search(
     session_ids: list[str] | None,
     limit: int,
     match: str = "any",
-) -> list[Any]:
+) -> tuple[list[Any], int]:
+    """The results, and when there are none, how many messages have no vector yet."""
     async with opened(env, read_only=True, embedder=cli_embedder(spec)) as store:
         manager = SessionManager(store, namespace=namespace)
-        return await manager.search(
+        found = await manager.search(
             query, limit=limit, session_ids=session_ids, match=match, mode=mode
         )
+        pending = 0 if found else await store.pending_embeddings()  # type: ignore[attr-defined]
+        return found, pending
 
 
 @click.command()
@@ -74,7 +77,7 @@ def search(
     for sid in session_ids:
         checked_name(sid, "--session")
 
-    async def go() -> list[Any]:
+    async def go() -> tuple[list[Any], int]:
         if mode != "lexical":
             return await _semantic_search(
                 env,
@@ -89,18 +92,25 @@ def search(
         async with opened(env, read_only=True) as store:
             parsed = parse_query(query, "all" if match_all else "any")
             if parsed.empty:
-                return []
-            return await store.search(
+                return [], 0
+            found = await store.search(
                 namespace, parsed, session_ids=list(session_ids) or None, limit=limit
             )
+            return found, 0
 
-    hits = run(go())
+    hits, pending = run(go())
     out = Out()
     if env.json:
         out.json(hits)
         return
     if not hits:
-        out.err.print("no results")
+        hint = (
+            f" ({pending} messages have no vector of this embedder yet: run `mindstore embed`"
+            " with the same --embedder)"
+            if pending
+            else ""
+        )
+        out.err.print("no results" + hint)
         return
     out.table(
         ["score", "session", "message", "role", "snippet"],

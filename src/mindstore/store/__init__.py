@@ -34,7 +34,7 @@ async def open_store(url: str, **options: Any) -> Store:
     path relative to the working directory and ``sqlite:////abs/path.db`` an absolute one.
 
     Raises:
-        ValueError: unknown scheme.
+        ValueError: unknown scheme, or a ``sqlite://`` URL that names no file.
         MissingDependencyError: ``postgresql://`` without the ``postgres`` extra.
     """
     if not isinstance(url, str) or not url.strip():
@@ -49,9 +49,15 @@ async def open_store(url: str, **options: Any) -> Store:
         # sqlite:///rel.db -> rel.db; sqlite:////abs.db -> /abs.db; sqlite://:memory: -> :memory:
         rest = url[len("sqlite://") :]
         path = rest[1:] if rest.startswith("/") else rest
+        if not path.strip():
+            # (an unset variable in `sqlite:///$DB` must not become a throwaway database)
+            raise ValueError(
+                f"store URL {url!r} names no file: use sqlite:///path (relative), "
+                "sqlite:////abs/path or sqlite://:memory:"
+            )
         from mindstore.store.sqlite import SQLiteStore
 
-        return SQLiteStore(path or ":memory:", **options)
+        return SQLiteStore(path, **options)
     if "://" in url:
         raise ValueError(
             f"unsupported store URL {url!r}: use sqlite:///path, sqlite://:memory: or postgresql://…"
