@@ -214,6 +214,17 @@ async def test_store_search_across_sessions_of_a_namespace(store: Store) -> None
     assert await store.search("nobody", q) == []
 
 
+async def test_the_snippet_of_a_long_message_shows_its_hit(store: Store) -> None:
+    """A long message (a tool output, a pasted log) that matches only near its end shows the
+    matching passage, not its first words."""
+    s = Session.create(store, "long")
+    log = "line of ordinary build output. " * 1_000 + "ERROR: the needle was not found."
+    await s.append_message(text_msg("log", log))
+    [hit] = await s.search("needle")
+    assert hit.message_id == "log" and hit.snippet.startswith("…")
+    assert "the [needle] was not found." in hit.snippet
+
+
 async def test_snippets_are_the_same_on_every_backend(store: Store) -> None:
     """A 16-word window from a little before the best hits, matches in brackets, … where the
     text is cut — made by the same code for both backends."""

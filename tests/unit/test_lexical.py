@@ -92,6 +92,39 @@ def test_snippet_work_is_bounded_on_huge_repetitive_text() -> None:
     assert snippet.startswith("[deploy] [deploy]") and snippet.endswith("…")
 
 
+def test_a_hit_past_the_first_max_source_characters_is_shown() -> None:
+    """A long text (a tool output) whose only hit lies past the first MAX_SOURCE characters
+    shows that hit, not its beginning: in English (a near miss first: "cable" is not "cats"),
+    behind a prefix, in Chinese without spaces, in the tool text; a text without a hit, or a
+    huge one, still costs a bounded amount of work."""
+    from mindstore.lexical import snippet
+
+    filler = "filler words here. " * (snippet.MAX_SOURCE // 10)
+
+    def snip(query: str, *fields: str) -> str:
+        q = SnippetQuery.from_query(parse_query(query))
+        return bounded(lambda: make_snippet(q, fields))
+
+    found = snip("needle", filler + "and the needle at the end. " + filler)
+    assert found.startswith("…") and "the [needle] at the end." in found and found.endswith("…")
+    assert snip("cats", filler + "a cable, a catalogue and two cats").endswith("two [cats]")
+    assert snip("deploy*", filler + "the deployment went fine").endswith("[deployment] went fine")
+    assert snip("咖啡", "我" * 12_000 + "喜欢喝咖啡。").endswith("喜欢喝[咖啡]。")
+    assert snip("needle", "no hit", filler + "a needle").endswith("a [needle]")
+    assert snip("zebra", filler + "no such word").startswith("filler words here.")
+    # words that could be hits and are not ("cable" for "cats"): each try looks at a whole
+    # window, FURTHER_TRIES of them, then the text's start
+    window_words = snippet.MAX_SOURCE // len("cable ")
+    near = filler + "cable " * (window_words * 3) + "cats"
+    assert snip("cats", near).endswith("[cats]")
+    far = filler + "cable " * (window_words * (snippet.FURTHER_TRIES + 1)) + "cats"
+    assert snip("cats", far).startswith("filler words")
+    t0 = time.perf_counter()
+    huge = "deploy " * 250_000
+    assert snip("zebra deploy", "x " * 6_000 + huge).startswith("…")
+    assert time.perf_counter() - t0 < 2.0  # a few ms; generous for a loaded machine
+
+
 def test_snippet_marks_hits_and_cuts() -> None:
     q = SnippetQuery.from_query(parse_query('hotfix deploy* "red car" 咖啡'))
     text = "zero one two three four five six seven eight nine ten Deployed the hotfix; red car now"

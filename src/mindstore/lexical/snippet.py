@@ -15,6 +15,7 @@ phrase, a word starting with a ``prefix*``, or a CJK character of a query's CJK 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -93,37 +94,17 @@ class SnippetQuery:
 
 def make_snippet(query: SnippetQuery, fields: Sequence[str]) -> str:
     """The snippet of the first field (own text, then tool text) with a hit; the start of the
-    first non-empty field when none has one (a hit on the context field alone)."""
+    first non-empty field when none has one (a hit on the context field alone). A field longer
+    than :data:`MAX_SOURCE` with no hit in its first MAX_SOURCE characters is looked at further
+    on, where a word could be a hit (:func:`_further`)."""
     for text in fields:
         if not text:
             continue
-        source = text[:MAX_SOURCE]
-        cut = len(text) > len(source)
-        hits: list[tuple[int, str]] = []
-        if source.isascii() and not query.cjk:
-            if "'" not in source and not query.prefixes:
-                found = _plain_ascii(query, source, cut)
-                if found is not None:
-                    return found
-                continue
-            starts: list[int] = []
-            ends: list[int] = []
-            _ascii_hits(query, source, starts, ends, hits)
-            if hits:
-                return _render(source, starts, ends, hits, cut)
-            continue
-        seq: list[Unit] = []
-        for u in units(source):
-            seq.append(u)
-            if len(seq) >= 2:
-                _collect(query, seq, len(seq) - 2, hits)
-                if len(hits) >= MAX_HITS and len(seq) > hits[-1][0] + SNIPPET_TOKENS:
-                    break
-        else:
-            if seq:
-                _collect(query, seq, len(seq) - 1, hits)
-        if hits:
-            return _render(source, [u.start for u in seq], [u.end for u in seq], hits, cut)
+        found = _snippet_of(query, text[:MAX_SOURCE], len(text) > MAX_SOURCE)
+        if found is None and len(text) > MAX_SOURCE:
+            found = _further(query, text)
+        if found is not None:
+            return found
     for text in fields:
         if text:
             source = text[:MAX_SOURCE]
@@ -135,6 +116,83 @@ def make_snippet(query: SnippetQuery, fields: Sequence[str]) -> str:
             spans = [u.start for u in lead], [u.end for u in lead]
             return _render(source, *spans, [], len(text) > len(source))
     return ""
+
+
+def _snippet_of(query: SnippetQuery, source: str, cut: bool) -> str | None:
+    """The snippet of ``source`` (``cut``: text follows it), or None when it has no hit."""
+    hits: list[tuple[int, str]] = []
+    if source.isascii() and not query.cjk:
+        if "'" not in source and not query.prefixes:
+            return _plain_ascii(query, source, cut)
+        starts: list[int] = []
+        ends: list[int] = []
+        _ascii_hits(query, source, starts, ends, hits)
+        return _render(source, starts, ends, hits, cut) if hits else None
+    seq: list[Unit] = []
+    for u in units(source):
+        seq.append(u)
+        if len(seq) >= 2:
+            _collect(query, seq, len(seq) - 2, hits)
+            if len(hits) >= MAX_HITS and len(seq) > hits[-1][0] + SNIPPET_TOKENS:
+                break
+    else:
+        if seq:
+            _collect(query, seq, len(seq) - 1, hits)
+    if not hits:
+        return None
+    return _render(source, [u.start for u in seq], [u.end for u in seq], hits, cut)
+
+
+FURTHER_TRIES: Final = 8
+"""Places past the first :data:`MAX_SOURCE` characters :func:`_further` looks at."""
+_LEAD: Final = 200  # characters shown before a hit found further on, at most
+
+
+def _further(query: SnippetQuery, text: str) -> str | None:
+    """The snippet around the first hit past the first :data:`MAX_SOURCE` characters of a
+    long ``text`` (a tool output that matched near its end showed its beginning, without the
+    hit), or None. Places where a word could be a hit are found by one regular expression in
+    C (:func:`_candidates`); a window of MAX_SOURCE characters from a little before each
+    (at most :data:`FURTHER_TRIES`) is made into a snippet as usual, so a long text costs a
+    scan and a few windows, whatever its length."""
+    pattern = _candidates(query.terms, query.prefixes, query.cjk)
+    if pattern is None:
+        return None
+    pos = MAX_SOURCE - _LEAD  # (a word cut at the first window's end is looked at again)
+    for _ in range(FURTHER_TRIES):
+        m = pattern.search(text, pos)
+        if m is None:
+            return None
+        at = m.start()
+        space = text.find(" ", max(0, at - _LEAD), at)
+        begin = space + 1 if space >= 0 else at
+        while begin > max(0, at - SNIPPET_TOKENS) and is_cjk(text[begin - 1]):
+            begin -= 1  # (CJK text has no spaces: a few characters before the hit)
+        chunk = text[begin : begin + MAX_SOURCE]
+        found = _snippet_of(query, chunk, begin + len(chunk) < len(text))
+        if found is not None:
+            return found if found.startswith("…") else "…" + found
+        pos = max(m.end(), begin + len(chunk) - _LEAD)  # (that window had no hit)
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def _candidates(
+    terms: frozenset[str], prefixes: tuple[str, ...], cjk: frozenset[str]
+) -> re.Pattern[str] | None:
+    """Where a word may be a hit: a word beginning with a term's stem less its last letter (a
+    Porter stem is a prefix of its word but for its last letter: ``happi`` ← ``happy``,
+    ``hope`` ← ``hoping``; a stem of one or two letters is the whole word's beginning), or with
+    a prefix; a CJK key anywhere. Case-insensitive on the original text, so offsets are the
+    text's. A word whose letters fold (``Việt`` for ``viet``) is not found this way: its
+    snippet stays the text's beginning."""
+    heads = sorted({t[:-1] if len(t) >= 3 else t for t in terms if t.isalnum()} | set(prefixes))
+    parts = []
+    if heads:
+        parts.append(r"(?<!\w)(?:" + "|".join(map(re.escape, heads)) + ")")
+    if cjk:
+        parts.append("|".join(map(re.escape, sorted(cjk))))
+    return re.compile("|".join(parts), re.IGNORECASE) if parts else None
 
 
 def _plain_ascii(query: SnippetQuery, source: str, cut: bool) -> str | None:
