@@ -257,3 +257,31 @@ def test_ascii_snippets_are_those_of_the_unit_path(text: str, query: str) -> Non
     if "'" not in text and not q.prefixes:
         assert snippet._plain_ascii(q, text, False) == want
         assert snippet._plain_ascii(q, text, True) == unit_path_snippet(q, text, True)
+
+
+SUFFIXES = ["", "s", "ies", "ed", "ing", "ly", "ness", "ational", "ization", "fulness", "ity"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    stem_=st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=12),
+    suffix=st.sampled_from(SUFFIXES),
+)
+def test_stems_are_those_of_the_pure_python_porter_stemmer(stem_: str, suffix: str) -> None:
+    """mindstore stems with Snowball's C stemmers (PyStemmer, through snowballstemmer) when
+    they are installed; an index written where they were must be searchable where they are
+    not (and back), so both give the same stems. Checked here against the pure-Python
+    Porter stemmer; 1.2 million words (LoCoMo's, random ones with common suffixes) agreed."""
+    from snowballstemmer.porter_stemmer import PorterStemmer
+
+    from mindstore.lexical.tokens import _stem
+
+    word = stem_ + suffix
+    assert _stem(word) == (PorterStemmer().stemWord(word) or word)
+
+
+def test_the_c_stemmer_is_used() -> None:
+    """PyStemmer is a dependency: the pure-Python stemmer took 30 µs a word, the C one 3."""
+    import snowballstemmer
+
+    assert type(snowballstemmer.stemmer("porter")).__module__ == "Stemmer"
