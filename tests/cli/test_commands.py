@@ -313,3 +313,28 @@ def test_search_all_and_reindex(run: Invoke, db: Path) -> None:
     assert [(h["message_id"], h["score"]) for h in again] == [
         (h["message_id"], h["score"]) for h in any_hits
     ]
+
+
+def test_servers_on_a_busy_port_and_passwords_in_urls(run: Invoke, tmp_path: Path) -> None:
+    """``serve`` and ``mcp --http`` on a port another program listens on: one ``Error:`` line,
+    exit status 1 (uvicorn exited with 3 after its own log line); a URL's password is never
+    shown."""
+    import socket
+
+    from mindstore.cli.common import shown_db
+
+    db = tmp_path / "busy.db"
+    assert run("--db", db, "demo").exit_code == 0
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        for args in (("serve", "--port", port), ("mcp", "--http", "--port", port)):
+            result = run("--db", db, *args)
+            assert result.exit_code == 1, (args, result.output)
+            assert result.stderr.startswith("Error: cannot listen on 127.0.0.1:")
+            assert "mindstore MCP server" not in result.stderr
+    assert shown_db("postgresql://u:s3cret@h:5432/db?x=1") == "postgresql://u:***@h:5432/db?x=1"
+    assert shown_db("postgresql://u@h/db") == "postgresql://u@h/db"
+    assert shown_db("postgresql://u:p%40ss@h/db") == "postgresql://u:***@h/db"
+    assert shown_db("agent.db") == "agent.db"

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import urllib.parse
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -192,6 +193,19 @@ def when(dt: datetime | None) -> str:
 
 
 # ---- opening the store -----------------------------------------------------------------------
+
+
+def shown_db(url: str) -> str:
+    """``--db`` as shown to the user: a URL's password masked (``postgresql://u:***@host``)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        if parts.password is None:
+            return url
+        host = parts.netloc.rsplit("@", 1)[1]
+        user = urllib.parse.quote(parts.username or "", safe="")
+        return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    except ValueError:
+        return url
 
 
 def sqlite_path(url: str) -> Path | None:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import click
 
+from .common import shown_db
+
 __all__ = ["serve"]
 
 
@@ -56,9 +58,12 @@ def serve(
 
     def announce(url: str) -> None:
         if as_json or ctx.obj.json:
-            click.echo(json.dumps({"url": url, "database": db}))
+            click.echo(json.dumps({"url": url, "database": shown_db(db)}))
         else:
-            click.echo(f"mindstore viewer of {db} at {url} (read-only; Ctrl-C stops it)", err=True)
+            click.echo(
+                f"mindstore viewer of {shown_db(db)} at {url} (read-only; Ctrl-C stops it)",
+                err=True,
+            )
 
     run(db, host=host, port=port, token=token, open_browser=open_browser, announce=announce)
 

@@ -190,6 +190,9 @@ async def serve_http(server: Server[Any], *, port: int, host: str = "127.0.0.1")
     """Serve streamable HTTP at ``http://<host>:<port>/mcp`` until cancelled."""
     import uvicorn
 
+    from mindstore._ports import check_port
+
+    check_port(host, port)
     app = server.streamable_http_app(host=host)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     with contextlib.suppress(KeyboardInterrupt):

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+from mindstore._ports import check_port
 from mindstore.errors import MindstoreError, MissingDependencyError
 
 try:
@@ -147,6 +148,7 @@ def serve(
     """
     check_bind(host, token)
     check_openable(db)
+    check_port(host, port)
     config = _config(db, host, token)
     config.port = port
     server = uvicorn.Server(config)
