@@ -4,6 +4,7 @@ the session_search tool and namespace isolation — on every store backend."""
 from __future__ import annotations
 
 import asyncio
+import math
 import uuid
 from typing import Any
 
@@ -503,3 +504,26 @@ async def test_merged_tool_set(store: Store) -> None:
     assert written.startswith("Written to memory.")
     names = {t["function"]["name"] for t in merged.to_openai()}
     assert names == set(merged)
+
+
+async def test_usage_totals_that_would_overflow_are_refused(store: Store) -> None:
+    """A usage total past the 64-bit range, or an infinite cost, is a ValueError on every
+    backend and leaves the totals as they were (SQLite turned the total into a float and the
+    cost into inf, which export and the viewer could not write; PostgreSQL raised a driver
+    error)."""
+    m = SessionManager(store, namespace="usage")
+    sid = (await m.create("u")).id
+    await m.add_usage(sid, 2**62, 2**62, 1.0e308)
+    before = await m.get(sid)
+    for args in ((2**62, 0, 0.0), (0, 2**62, 0.0), (0, 0, 1.0e308)):
+        with pytest.raises(ValueError, match="total would"):
+            await m.add_usage(sid, *args)
+    with pytest.raises(ValueError, match="finite"):
+        await store.add_usage(SessionKey(namespace="usage", session_id=sid), 0, 0, math.inf)
+    after = await m.get(sid)
+    assert before is not None and after is not None
+    assert (after.input_tokens, after.output_tokens, after.estimated_cost) == (
+        2**62,
+        2**62,
+        1.0e308,
+    )

@@ -12,6 +12,7 @@ without a database (``tests/unit/test_store_rules.py``, ``tests/unit/test_store_
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -576,7 +577,27 @@ def check_usage(input_tokens: int, output_tokens: int, cost: float) -> float:
     check_int(output_tokens, "output_tokens")
     if isinstance(cost, bool) or not isinstance(cost, int | float) or cost != cost:
         raise TypeError("cost must be a number")
+    if not math.isfinite(cost):
+        raise ValueError(f"cost must be a finite number, got {cost!r}")
     return float(cost)
+
+
+def check_usage_totals(
+    before: tuple[int, int, float] | None, input_tokens: int, output_tokens: int, cost: float
+) -> None:
+    """The session's totals after ``add_usage`` (``before``: its totals, None for a new row)
+    stay 64-bit integers and a finite cost: SQLite turned an overflowing total into a float
+    (and then ``inf``, which export and the viewer could not write as JSON), PostgreSQL
+    raised a driver error; both raise this ValueError now and change nothing."""
+    old_in, old_out, old_cost = before or (0, 0, 0.0)
+    for field, total in (
+        ("input_tokens", old_in + input_tokens),
+        ("output_tokens", old_out + output_tokens),
+    ):
+        if not -(2**63) <= total < 2**63:
+            raise ValueError(f"the session's {field} total would leave the 64-bit range ({total})")
+    if not math.isfinite(old_cost + cost):
+        raise ValueError("the session's estimated cost total would overflow")
 
 
 def session_exists(key: SessionKey) -> ConflictError:

@@ -84,6 +84,12 @@ async def add_usage(
     conn: Conn, key: SessionKey, input_tokens: int, output_tokens: int, cost: float
 ) -> SessionInfo:
     cur = await conn.execute(
+        "SELECT input_tokens, output_tokens, estimated_cost FROM sessions "
+        "WHERE namespace = %s AND session_id = %s FOR UPDATE",
+        (key.namespace, key.session_id),
+    )
+    _rules.check_usage_totals(await cur.fetchone(), input_tokens, output_tokens, cost)
+    cur = await conn.execute(
         "INSERT INTO sessions (namespace, session_id, input_tokens, output_tokens, "
         "estimated_cost) VALUES (%s, %s, %s, %s, %s) "
         "ON CONFLICT (namespace, session_id) DO UPDATE SET "

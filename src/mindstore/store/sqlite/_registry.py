@@ -91,6 +91,12 @@ def update_session(
 def add_usage(
     conn: sqlite3.Connection, key: SessionKey, input_tokens: int, output_tokens: int, cost: float
 ) -> SessionInfo:
+    before = conn.execute(
+        "SELECT input_tokens, output_tokens, estimated_cost FROM sessions "
+        "WHERE namespace = ? AND session_id = ?",
+        (key.namespace, key.session_id),
+    ).fetchone()
+    _rules.check_usage_totals(before, input_tokens, output_tokens, cost)
     now = now_us()
     conn.execute(
         "INSERT INTO sessions (namespace, session_id, input_tokens, output_tokens, "
