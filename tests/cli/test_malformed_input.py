@@ -167,6 +167,7 @@ IMPORT_CASES: dict[str, Callable[[Records], str | bytes]] = {
     "compaction range unknown message": kind("compaction", **{"from": "zzz"}),
     "compaction superseded_by itself": kind("compaction", superseded_by=1),
     "compaction summary with NUL": kind("compaction", summary="a\x00b"),
+    "compaction summary blank": kind("compaction", summary="  \n "),
     "block with a bad scope": kind("block", scope="global"),
     "block label of 300 characters": kind("block", label=LONG),
     "block label with a lone surrogate": kind("block", label="mem\udfff"),

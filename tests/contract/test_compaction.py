@@ -283,6 +283,22 @@ async def test_blank_summary_rejected_nothing_stored(store: Store, summary: str)
     assert ids(await s.get_history()) == m(0, 1, 2, 3)
 
 
+@pytest.mark.parametrize("wrong", [None, 42, {"summary": "x"}])
+async def test_a_summarizer_returning_no_string_is_a_compaction_error(
+    store: Store, wrong: object
+) -> None:
+    """``create_compact_function`` with a summarize() that returns no string: the invalid
+    summary's CompactionError (it was a TypeError), nothing stored."""
+    s = Session.create(store, "wrongtype")
+    await chain(s, *m(0, 1, 2, 3, 4, 5))
+    s.on_compaction(
+        create_compact_function(summarize=lambda prompt: wrong, protect_head=1, tail_token_budget=0)
+    )
+    with pytest.raises(CompactionError, match="must return a string"):
+        await s.compact()
+    assert await s.get_compactions() == []
+
+
 async def test_invalid_range_rejected(store: Store) -> None:
     s = Session.create(store, "badrange")
     await chain(s, *m(0, 1, 2, 3))

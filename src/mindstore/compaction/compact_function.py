@@ -33,6 +33,7 @@ from typing import Any
 
 from mindstore._async import maybe_await
 from mindstore.compaction.overlays import is_compaction_message
+from mindstore.errors import CompactionError
 from mindstore.messages import is_tool_part, tool_name
 from mindstore.tokens import estimate_message_tokens
 
@@ -303,8 +304,11 @@ def create_compact_function(
             fresh, target_tokens=target, previous_summary=previous_summary
         )
         summary = await maybe_await(summarize(prompt))
-        if not isinstance(summary, str):
-            raise TypeError(f"summarize() must return a string, got {type(summary).__name__}")
+        if not isinstance(summary, str):  # an invalid summary, as a blank one (DESIGN: errors)
+            raise CompactionError(
+                f"summarize() must return a string, got {type(summary).__name__}; "
+                "nothing was stored"
+            )
         return CompactResult(
             from_message_id=_range_end(middle[0], "from"),
             to_message_id=_range_end(middle[-1], "to"),

@@ -486,7 +486,9 @@ def _parse_compaction(
         current = parents.get(current)
     if current is None:
         raise _fail(line, f"compaction range {frm!r}..{to!r} is not on one path")
-    _checked(line, check_text, _req(rec, "summary", str, line), "summary")
+    summary = _checked(line, check_text, _req(rec, "summary", str, line), "summary")
+    if not summary.strip():  # (as Session.add_compaction refuses it)
+        raise _fail(line, "compaction summary is blank: it would replace its messages with nothing")
     sb = rec.get("superseded_by")
     if sb is not None and (not isinstance(sb, int) or isinstance(sb, bool) or sb <= ref):
         raise _fail(line, f"superseded_by must be a later compaction ref or null, got {sb!r}")
