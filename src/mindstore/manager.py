@@ -61,7 +61,7 @@ from mindstore.session_search import (
     format_session_search,
     session_search_tool,
 )
-from mindstore.store._checks import check_name, check_text
+from mindstore.store._checks import check_name, check_store, check_text
 from mindstore.store.base import AUTO, NewMessage, SessionInfo, SessionKey, Store, _Sentinel
 from mindstore.tokens import Tokenizer
 from mindstore.tools import ToolSet
@@ -138,7 +138,7 @@ class SessionManager:
                 f"session_cache_size must be an integer >= 0 (0 = no cache), "
                 f"got {session_cache_size!r}"
             )
-        self._store = store
+        self._store = check_store(store, "mindstore.SessionManager")
         self._namespace = namespace
         self._tokenizer = tokenizer
         self._max_message_bytes = max_message_bytes

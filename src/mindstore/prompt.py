@@ -44,7 +44,7 @@ BLOCK_KINDS: tuple[BlockKind, ...] = ("readonly", "writable", "searchable", "loa
 SEPARATOR = "\u2550" * 46
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class ContextBlock:
     """A context block as it is right now.
 

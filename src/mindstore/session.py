@@ -46,7 +46,7 @@ from mindstore.hybrid import search_messages
 from mindstore.messages import validate_id, validate_message
 from mindstore.prompt import ContextBlock
 from mindstore.search import SearchResult, parse_query
-from mindstore.store._checks import check_name
+from mindstore.store._checks import check_name, check_store
 from mindstore.store.base import (
     AUTO,
     UNSET,
@@ -129,6 +129,7 @@ class Session:
         tokenizer: Tokenizer | None = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     ) -> None:
+        check_store(store, "mindstore.Session")
         check_name(session_id, "session_id")
         check_name(namespace, "namespace")
         if max_message_bytes < 4096:

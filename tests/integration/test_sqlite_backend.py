@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import mindstore.sync as sync
-from mindstore import Session, SQLiteStore, open_store
+from mindstore import Session, SessionManager, SQLiteStore, open_store
 from mindstore.errors import StoreError
 
 
@@ -82,3 +82,31 @@ def test_sync_open_store_url(tmp_path: Path) -> None:
     store.close()
     with pytest.raises(RuntimeError, match="closed"):
         s.get_history()
+
+
+def test_a_sync_store_or_no_store_where_an_async_store_is_needed(tmp_path: Path) -> None:
+    """The async classes given a mindstore.sync store, or something that is no store, refuse
+    it at construction with a TypeError naming what to pass (they failed on the first call
+    with Python's own "can't be used in 'await' expression", LangGraph's after writing)."""
+    pytest.importorskip("langgraph")
+    from mindstore.integrations.langgraph import MindstoreStore
+    from mindstore.integrations.openai_agents import MindstoreSession
+
+    with sync.SQLiteStore(tmp_path / "sync.db") as store:
+        for make in (
+            lambda s: Session.create(s, "x"),
+            lambda s: SessionManager(s),
+            lambda s: MindstoreStore(s),
+        ):
+            with pytest.raises(TypeError, match="needs an async mindstore store"):
+                make(store)
+        MindstoreSession("x", store)  # (runs a sync store's calls on its own loop: accepted)
+        for bad in (None, "agent.db", object()):
+            for make in (
+                lambda s: Session.create(s, "x"),
+                lambda s: SessionManager(s),
+                lambda s: MindstoreStore(s),
+                lambda s: MindstoreSession("x", s),
+            ):
+                with pytest.raises(TypeError, match="needs a mindstore store"):
+                    make(bad)

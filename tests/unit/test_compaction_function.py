@@ -16,6 +16,7 @@ from mindstore.compaction.compact_function import (
     create_compact_function,
     pending_call_index,
 )
+from mindstore.errors import CompactionError
 
 
 def text(mid: str, role: str = "user", body: str | None = None) -> dict[str, Any]:
@@ -125,7 +126,7 @@ async def test_async_summarize_and_non_string_rejected() -> None:
     assert (await fn([text(f"m{i}") for i in range(5)], None)) is not None
 
     fn = create_compact_function(summarize=lambda p: 42, protect_head=1, tail_token_budget=0)  # type: ignore[arg-type,return-value]
-    with pytest.raises(TypeError):
+    with pytest.raises(CompactionError, match="must return a string"):
         await fn([text(f"m{i}") for i in range(5)], None)
 
 
@@ -299,3 +300,17 @@ async def test_an_abandoned_call_does_not_block_compaction_for_ever() -> None:
     waiting = {**abandoned, "id": "o2", "parts": [{**abandoned["parts"][0], "toolCallId": "c10"}]}
     result = await fn([*messages, waiting], None)
     assert result is not None and result.to_message_id != "o2"
+
+
+def test_results_and_blocks_construct_as_the_design_writes_them() -> None:
+    """DESIGN writes ``CompactResult(from_message_id, to_message_id, summary)`` and
+    ``ContextBlock(label, description, content, tokens, max_tokens, kind)``: positional
+    arguments work (they were keyword-only), keywords too."""
+    from mindstore.compaction.compact_function import CompactResult
+    from mindstore.prompt import ContextBlock
+
+    assert CompactResult("a", "b", "s") == CompactResult(
+        from_message_id="a", to_message_id="b", summary="s"
+    )
+    block = ContextBlock("memory", "notes", "hi", 1, 10, "writable")
+    assert (block.label, block.max_tokens, block.kind) == ("memory", 10, "writable")

@@ -71,20 +71,21 @@ def mcp_command(session_id: str | None, config_path: str | None, http: bool, por
     except ValueError as exc:
         _usage_error(str(exc))
     # Imported after validation so a config error is reported even without the extra.
-    from mindstore._ports import check_port
     from mindstore.integrations.mcp import create_server, serve_http, serve_stdio
 
     async def go() -> None:
         async with opened(env, create=True) as store:
             server = create_server(store, config, namespace=env.namespace, session_id=session)
             if http:
-                check_port("127.0.0.1", port)  # (before saying where it serves)
-                click.echo(
-                    f"mindstore MCP server: http://127.0.0.1:{port}/mcp "
-                    f"(namespace {env.namespace!r}, session {session!r})",
-                    err=True,
-                )
-                await serve_http(server, port=port)
+
+                def announce() -> None:
+                    click.echo(
+                        f"mindstore MCP server: http://127.0.0.1:{port}/mcp "
+                        f"(namespace {env.namespace!r}, session {session!r})",
+                        err=True,
+                    )
+
+                await serve_http(server, port=port, announce=announce)
             else:
                 await serve_stdio(server)
 

@@ -55,7 +55,7 @@ _PENDING_STATES = frozenset({"input-streaming", "input-available", "approval-req
 _RESULT_STATES = frozenset({"output-available", "output-error", "output-denied"})
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class CompactResult:
     """What a compaction function returns: the range to summarise and its summary."""
 

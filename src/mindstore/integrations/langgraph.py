@@ -56,7 +56,7 @@ from mindstore.integrations._store_rules import (
     text_leaves,
 )
 from mindstore.search import ParsedQuery, parse_query
-from mindstore.store._checks import check_name
+from mindstore.store._checks import check_name, check_store
 from mindstore.store.base import Entry, ScopeKey, Store
 
 try:
@@ -110,7 +110,7 @@ class MindstoreStore(BaseStore):
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
     ) -> None:
-        self.store = store
+        self.store = check_store(store, "MindstoreStore (LangGraph runs it on its own loop)")
         self.namespace = check_name(namespace, "namespace")
         self.index_config = index
         self.ttl_config = ttl

@@ -22,6 +22,7 @@ Transports: stdio (:func:`serve_stdio`, the default) or streamable HTTP on 127.0
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import Any, Final
 from urllib.parse import quote, unquote
 
@@ -186,13 +187,26 @@ async def serve_stdio(server: Server[Any]) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-async def serve_http(server: Server[Any], *, port: int, host: str = "127.0.0.1") -> None:
-    """Serve streamable HTTP at ``http://<host>:<port>/mcp`` until cancelled."""
+async def serve_http(
+    server: Server[Any],
+    *,
+    port: int,
+    host: str = "127.0.0.1",
+    announce: Callable[[], object] | None = None,
+) -> None:
+    """Serve streamable HTTP at ``http://<host>:<port>/mcp`` until cancelled; ``announce()``
+    once the port is known to be free.
+
+    Raises:
+        MindstoreError: the port cannot be bound (another program listens on it).
+    """
     import uvicorn
 
     from mindstore._ports import check_port
 
     check_port(host, port)
+    if announce is not None:
+        announce()
     app = server.streamable_http_app(host=host)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     with contextlib.suppress(KeyboardInterrupt):

@@ -30,6 +30,7 @@ from mindstore.integrations.openai_items import (
     unnamed_outputs,
 )
 from mindstore.session import Session, new_message
+from mindstore.store._checks import check_store
 from mindstore.store.base import AUTO, Store
 
 try:
@@ -81,6 +82,7 @@ class MindstoreSession:
             # its PostgreSQL pool is only ever used from the loop that opened it.
             self._loop = store._loop
             store = store.aio
+        check_store(store, "MindstoreSession")
         self._session = Session.create(store, session_id, namespace=namespace)
         self._call_names: dict[str, str] = {}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from mindstore.errors import InvalidKeyError, InvalidMessageError, MessageNotFoundError
 from mindstore.search import ParsedQuery
@@ -219,3 +219,29 @@ def check_choice(value: Any, field: str, choices: tuple[str, ...]) -> str:
         allowed = ", ".join(repr(c) for c in choices[:-1]) + f" or {choices[-1]!r}"
         raise ValueError(f"{field} must be {allowed}, got {value!r}")
     return value
+
+
+_S = TypeVar("_S")
+
+
+def check_store(store: _S, what: str) -> _S:
+    """An async mindstore store for ``what`` (a class that awaits it): a store from
+    :mod:`mindstore.sync` or something that is no store at all failed later with Python's
+    own error (``object list can't be used in 'await' expression``), after writing.
+
+    Raises:
+        TypeError: with the store to use instead.
+    """
+    if type(store).__module__ == "mindstore.sync":
+        raise TypeError(
+            f"{what} needs an async mindstore store (mindstore.SQLiteStore(path), await "
+            f"mindstore.PostgresStore.open(url), await mindstore.open_store(url)), got "
+            f"mindstore.sync.{type(store).__name__}: use its async store (store.aio) or the "
+            "mindstore.sync classes"
+        )
+    if not callable(getattr(store, "append", None)) or not callable(getattr(store, "path", None)):
+        raise TypeError(
+            f"{what} needs a mindstore store (mindstore.SQLiteStore(path), await "
+            f"mindstore.PostgresStore.open(url)), got {type(store).__name__}"
+        )
+    return store
