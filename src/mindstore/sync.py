@@ -46,6 +46,7 @@ import mindstore
 from mindstore._async import maybe_await
 from mindstore.context import StoreSearchProvider as _AsyncStoreSearchProvider
 from mindstore.context import StoreSkillProvider as _AsyncStoreSkillProvider
+from mindstore.errors import StoreError
 from mindstore.manager import SessionManager as _AsyncSessionManager
 from mindstore.session import Session as _AsyncSession
 from mindstore.store import open_store as _async_open_store
@@ -119,7 +120,8 @@ class Loop:
         """Start ``fn(*args)`` on the loop; a future of its (awaited) result."""
         loop = self._loop
         if self._portal is None or loop is None or not self._thread.is_alive():
-            raise RuntimeError("this mindstore.sync object is closed (its store was closed)")
+            # (StoreError, as the async objects of a closed store raise)
+            raise StoreError("this mindstore.sync object's store is closed; open a new store")
 
         async def run() -> Any:
             return await maybe_await(fn(*args))
@@ -228,6 +230,19 @@ def _twin(sync_class: type[_Twin], *, skip: frozenset[str] = frozenset()) -> Non
 class _SyncStore(_Twin):
     """A store: closes its loop with it; a plain context manager."""
 
+    def transaction(self, *args: Any, **kwargs: Any) -> Any:
+        """Not available in sync code: every call of a sync store is its own transaction.
+
+        Raises:
+            TypeError: always; group several calls in one transaction with the async store,
+                ``async with store.aio.transaction(): ...`` in an async function.
+        """
+        raise TypeError(
+            "a mindstore.sync store has no transaction(): each call is its own transaction; "
+            "to group calls, use the async store in an async function "
+            "(async with store.aio.transaction(): ...)"
+        )
+
     def close(self) -> None:
         """Close the store and stop its loop thread. Idempotent."""
         if self._loop._portal is None:
@@ -275,6 +290,9 @@ class SQLiteStore(_SyncStore):
 
 SQLiteStore.__init__.__signature__ = inspect.signature(  # type: ignore[attr-defined]
     _AsyncSQLiteStore.__init__
+)
+_SyncStore.transaction.__signature__ = inspect.signature(  # type: ignore[attr-defined]
+    _AsyncSQLiteStore.transaction
 )
 
 

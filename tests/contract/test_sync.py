@@ -168,8 +168,15 @@ def test_closed_store_refuses_calls(sync_store: Any) -> None:
     s.append_message(text("user", "hi"))
     sync_store.close()
     sync_store.close()  # idempotent
-    with pytest.raises(RuntimeError, match="closed"):
+    with pytest.raises(mindstore.StoreError, match="closed"):  # (as the async API raises)
         s.get_history()
+
+
+def test_a_sync_store_has_no_transaction(sync_store: Any) -> None:
+    """``transaction()`` is async-only (each sync call is its own transaction): it says so
+    and what to use, rather than returning an async context manager a ``with`` rejects."""
+    with pytest.raises(TypeError, match=r"store\.aio\.transaction"):
+        sync_store.transaction()
 
 
 def test_errors_pass_through_unchanged(sync_store: Any) -> None:
