@@ -275,3 +275,26 @@ def test_large_round_trip(run: Invoke, tmp_path: Path) -> None:
 def test_parse_export_accepts_a_leading_byte_order_mark(run: Invoke, db: Path) -> None:
     text = "\ufeff" + export_text(run, db)
     assert parse_export(text.splitlines(keepends=True)).session_id == "chat"
+
+
+def test_a_session_with_context_memory_only_exports_and_imports(
+    run: Invoke, tmp_path: Path
+) -> None:
+    """A session used only for its context memory (a block, no messages, no registry row)
+    is a session to ``export`` (it was "no session"), and comes back whole."""
+    from mindstore.store.base import ScopeKey
+
+    source, target = tmp_path / "ctx.db", tmp_path / "copy.db"
+
+    async def build() -> None:
+        async with SQLiteStore(source) as store:
+            await store.set_block(ScopeKey(namespace="ns", session_id="c1", label="memory"), "tea")
+
+    asyncio.run(build())
+    out = tmp_path / "c1.jsonl"
+    result = run("--db", source, "--namespace", "ns", "export", "c1", "-o", out)
+    assert result.exit_code == 0, result.output
+    assert run("--db", source, "--namespace", "ns", "export", "nope").exit_code == 1
+    assert run("--db", target, "--namespace", "ns", "import", out).exit_code == 0
+    shown = run("--db", target, "--namespace", "ns", "--json", "blocks", "c1")
+    assert [b["content"] for b in json.loads(shown.stdout)] == ["tea"]

@@ -167,6 +167,8 @@ async def check_stored(db: Path, session_id: str) -> None:
         assert entry is not None
         states = await store.get_skill_states(SessionKey(namespace="team", session_id=session_id))
         assert [(s.label, s.key, s.loaded) for s in states] == [("skills", "deploy", True)]
+        # the session it served is registered: `mindstore sessions`/`blocks` find it
+        assert await store.get_session(SessionKey(namespace="team", session_id=session_id))
 
 
 async def test_stdio_server_as_a_client_uses_it(setup: dict[str, Any]) -> None:

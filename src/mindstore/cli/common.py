@@ -291,9 +291,15 @@ async def _require_database(url: str, path: Path | None) -> None:
 
 
 async def require_session(store: Store, key: SessionKey) -> None:
-    """Raise SessionNotFoundError (one line, exit 1) unless the session has a registry row or
-    messages."""
-    if await store.get_session(key) is None and await store.latest_leaf(key) is None:
+    """Raise SessionNotFoundError (one line, exit 1) unless the session has a registry row,
+    messages, or state of its own: a persisted prompt, skill states, session-scoped blocks (a
+    session used for its context memory only was "no session" to `export`)."""
+    if await store.get_session(key) is not None or await store.latest_leaf(key) is not None:
+        return
+    if await store.get_prompt(key) is not None or await store.get_skill_states(key):
+        return
+    blocks = await store.list_blocks(key.namespace, key.session_id)
+    if not any(k.session_id is not None for k, _ in blocks):
         raise SessionNotFoundError(
             f"no session {key.session_id!r} in namespace {key.namespace!r} "
             "(list them with `mindstore sessions`)"

@@ -10,11 +10,14 @@ server writes memory), like ``demo`` and ``import``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 
 import click
 
+from mindstore.errors import ConflictError
 from mindstore.store import check_name
+from mindstore.store.base import SessionKey
 
 from .common import current_env, opened
 
@@ -75,6 +78,12 @@ def mcp_command(session_id: str | None, config_path: str | None, http: bool, por
 
     async def go() -> None:
         async with opened(env, create=True) as store:
+            # The session it serves is registered, so `mindstore sessions`, `blocks` and
+            # `prompt` find what its tools write (they showed "no session").
+            key = SessionKey(namespace=env.namespace, session_id=session)
+            if await store.get_session(key) is None:
+                with contextlib.suppress(ConflictError):  # (another server made it)
+                    await store.create_session(key)
             server = create_server(store, config, namespace=env.namespace, session_id=session)
             if http:
 
