@@ -31,10 +31,13 @@ synchronous summarizer callback that mindstore runs there) would deadlock and ra
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
+import contextlib
 import functools
 import inspect
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -226,9 +229,29 @@ def _twin(sync_class: type[_Twin], *, skip: frozenset[str] = frozenset()) -> Non
 
 # ---------------------------------------------------------------- stores
 
+_OPEN_STORES: weakref.WeakSet[_SyncStore] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_forgotten_stores() -> None:
+    """Close the sync stores still open when the interpreter exits (their loop threads are
+    daemons): a PostgreSQL pool left open printed "Task was destroyed but it is pending!" for
+    each of its workers as the thread died. Bounded: a store that does not close within
+    10 seconds is left to the thread's end, as before."""
+    for store in list(_OPEN_STORES):
+        loop = store._loop
+        if loop._portal is None or not loop._thread.is_alive():
+            continue
+        with contextlib.suppress(Exception):
+            loop.submit(store._aio.aclose).result(timeout=10)
+
 
 class _SyncStore(_Twin):
     """A store: closes its loop with it; a plain context manager."""
+
+    def __init__(self, aio: Any, loop: Loop, store: _Twin | None = None) -> None:
+        super().__init__(aio, loop, store)
+        _OPEN_STORES.add(self)
 
     def transaction(self, *args: Any, **kwargs: Any) -> Any:
         """Not available in sync code: every call of a sync store is its own transaction.
@@ -320,7 +343,7 @@ def open_store(url: str, **options: Any) -> SQLiteStore | PostgresStore:
     aio, loop = _open(functools.partial(_async_open_store, url, **options))
     sync_class: type[_SyncStore] = SQLiteStore if type(aio) is _AsyncSQLiteStore else PostgresStore
     store = object.__new__(sync_class)
-    _Twin.__init__(store, aio, loop)
+    _SyncStore.__init__(store, aio, loop)
     return store  # type: ignore[return-value]
 
 

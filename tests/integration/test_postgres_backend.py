@@ -77,3 +77,34 @@ async def test_postgresql_url() -> None:
             assert await s.get_message("a") == text("user", "hello a", "a")
     finally:
         await drop_schema(url, schema)
+
+
+async def test_a_forgotten_sync_store_exits_quietly(tmp_path: Path) -> None:
+    """A mindstore.sync PostgresStore never closed: the process exits 0 with nothing on
+    stderr (its pool's worker tasks printed "Task was destroyed but it is pending!" as the
+    daemon loop thread died; forgotten stores are closed at exit now)."""
+    import subprocess
+    import sys
+
+    url = postgres_url_or_skip()
+    schema = new_schema_name()
+    script = tmp_path / "forgot.py"
+    script.write_text(
+        "import sys\n"
+        "import mindstore.sync as ms\n"
+        "st = ms.PostgresStore.open(sys.argv[1], schema=sys.argv[2])\n"
+        "ms.Session.create(st, 'x').append_message(\n"
+        "    {'id': 'a', 'role': 'user', 'parts': [{'type': 'text', 'text': 'hi'}]}\n"
+        ")\n"
+    )
+    try:
+        done = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, str(script), url, schema],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+    finally:
+        await drop_schema(url, schema)
