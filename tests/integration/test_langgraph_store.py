@@ -86,6 +86,10 @@ async def test_invalid_namespaces_are_refused(lg: MindstoreStore) -> None:
         await lg.abatch([PutOp(("a.b",), "k", {"v": 1})])
     with pytest.raises(ValueError, match="too long"):
         await lg.aput(("x" * 300,), "k", {"v": 1})
+    with pytest.raises(InvalidNamespaceError, match="tuple of labels"):  # not u, s, e, r, s
+        await lg.aput("users", "k", {"v": 1})  # type: ignore[arg-type]
+    with pytest.raises(InvalidNamespaceError, match="tuple of labels"):
+        await lg.asearch("users")  # type: ignore[arg-type]
     assert await lg.alist_namespaces() == []
 
 

@@ -309,7 +309,7 @@ def test_valid_toml_config(tmp_path: Path) -> None:
 
 def test_bad_session_or_namespace_is_a_usage_error(tmp_path: Path) -> None:
     db = tmp_path / "never.db"
-    for args in (["mcp", "--session", ""], ["--namespace", "", "mcp"]):
+    for args in (["mcp", "--session", ""], ["--namespace", "", "mcp"], ["mcp", "--port", "9"]):
         done = subprocess.run(
             [sys.executable, "-m", "mindstore", "--db", str(db), *args],
             capture_output=True,

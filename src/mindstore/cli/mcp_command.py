@@ -63,6 +63,9 @@ def mcp_command(session_id: str | None, config_path: str | None, http: bool, por
     from mindstore.integrations.mcp_config import DEFAULT_BLOCKS, ServerConfig, load_config
 
     env = current_env()
+    source = click.get_current_context().get_parameter_source("port")
+    if not http and source is not None and source.name != "DEFAULT":
+        _usage_error("--port is for --http (over stdio there is no port): add --http")
     try:
         config = load_config(config_path) if config_path else ServerConfig(blocks=DEFAULT_BLOCKS)
     except ConfigError as exc:

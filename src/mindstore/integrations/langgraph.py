@@ -64,6 +64,7 @@ try:
         BaseStore,
         GetOp,
         IndexConfig,
+        InvalidNamespaceError,
         Item,
         ListNamespacesOp,
         Op,
@@ -127,6 +128,12 @@ class MindstoreStore(BaseStore):
         self._loop = asyncio.get_running_loop()
         results: list[Result] = []
         for op in ops:
+            for field in ("namespace", "namespace_prefix"):
+                if isinstance(getattr(op, field, None), str):  # ("users" became u, s, e, r, s)
+                    raise InvalidNamespaceError(
+                        f"a namespace is a tuple of labels, e.g. ({getattr(op, field)!r},), "
+                        f"not the string {getattr(op, field)!r}"
+                    )
             validate_op_namespace(op)
             if isinstance(op, GetOp):
                 results.append(await self._get(op))
