@@ -151,6 +151,9 @@ async def test_every_item_type_round_trips_exactly(store: Store) -> None:
     fresh = MindstoreSession("all", store)
     assert await fresh.get_items() == ALL_ITEMS
     assert await fresh.get_items(limit=3) == ALL_ITEMS[-3:]
+    for bad in ("3", 1.5, True):  # (Python's own comparison error, or an internal name)
+        with pytest.raises(TypeError, match="limit must be an integer or None"):
+            await fresh.get_items(limit=bad)  # type: ignore[arg-type]
 
     history = await Session.create(store, "all").get_history()
     assert [m["metadata"][ITEM_KEY] for m in history] == ALL_ITEMS

@@ -120,6 +120,8 @@ class MindstoreSession:
         nothing and a negative limit everything. A compaction overlay reads as one user
         message with its summary.
         """
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+            raise TypeError(f"limit must be an integer or None, got {type(limit).__name__}")
         items: list[Any] = await self._run(self._get_items, limit)
         return items
 
