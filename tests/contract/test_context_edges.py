@@ -18,6 +18,7 @@ from mindstore.context.session_context import DEFAULT_BLOCK_MAX_TOKENS
 from mindstore.errors import TokenBudgetError
 from mindstore.session import Session
 from mindstore.store.base import ScopeKey, Store
+from mindstore.store.sqlite import SQLiteStore
 
 FIFTY_MB = "x" * (50 * 1024 * 1024)
 
@@ -260,4 +261,4 @@ async def test_dict_providers_work(store: Store) -> None:
 )
 def test_bad_dict_providers_say_what_to_pass(provider: dict[str, object], message: str) -> None:
     with pytest.raises(TypeError, match=message):
-        Session.create(None, "s").with_context("x", provider=provider)  # type: ignore[arg-type]
+        Session.create(SQLiteStore(":memory:"), "s").with_context("x", provider=provider)

@@ -80,7 +80,7 @@ def test_sync_open_store_url(tmp_path: Path) -> None:
     s = sync.Session.create(store, "x")
     s.append_message(text("user", "hi"))
     store.close()
-    with pytest.raises(RuntimeError, match="closed"):
+    with pytest.raises(StoreError, match="closed"):
         s.get_history()
 
 
