@@ -123,16 +123,15 @@ async def _search(
             hits.add({r[0]: r for r in await cur.fetchall()})
         return Found(hits.results, is_wide)
     assert stamp is not None
-    snapshot, digest = stamp.split(" ", 1)
-    check = {"coll": coll, "snapshot": snapshot, "digest": digest}
+    check = {"coll": coll, **stamp._asdict()}
     if not ranked:  # nothing to read, but the plan may have taken several statements
         cur = await conn.execute(_STAMP_SQL, check)
         row = await cur.fetchone()
-        return Found([] if row is not None and row[0] == digest else None, is_wide)
+        return Found([] if row is not None and row[0] == stamp.digest else None, is_wide)
     for ids in hits.pages(ranked):
         cur = await conn.execute(_MESSAGE_ROWS_SQL, {**check, "ids": ids})
         page = await cur.fetchall()
-        if page[0][0] != digest:
+        if page[0][0] != stamp.digest:
             return Found(None, is_wide)
         hits.add({r[1]: r[1:] for r in page if r[1] is not None})
     return Found(hits.results, is_wide)

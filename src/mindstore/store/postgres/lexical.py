@@ -186,13 +186,22 @@ async def index_entry(
     await add_rows(conn, rows)
 
 
+class Stamp(NamedTuple):
+    """What a checked search's first statement read: its snapshot (:data:`SNAPSHOT`) and the
+    :data:`STAMP` digest of the statistics rows (:func:`stamp_digest`); the parameters of
+    :data:`CHECK_STAMP`."""
+
+    snapshot: str
+    digest: str
+
+
 class Candidates(NamedTuple):
-    """Ranked ``(score, doc, part)``, the snapshot and :data:`STAMP` read by the first
-    statement (a checked search's, as ``"snapshot digest"``; else None), and whether the
-    collection has more than :data:`STAMP_PARTS` sessions."""
+    """Ranked ``(score, doc, part)``, the :class:`Stamp` of the first statement (a checked
+    search's; else None), and whether the collection has more than :data:`STAMP_PARTS`
+    sessions."""
 
     ranked: list[tuple[float, int, int]]
-    stamp: str | None
+    stamp: Stamp | None
     wide: bool = False
 
 
@@ -332,7 +341,7 @@ _SUMS_ROW = (
 # pg_current_snapshot() is the statement's): two statements with equal snapshots see the same
 # transactions committed (one that ends changes the snapshot's xmax or its list of running
 # ones), so the same rows. A checked search's first statement returns its snapshot and the
-# statistics rows with their versions, whose STAMP Python computes ("snapshot digest"); a
+# statistics rows with their versions, whose STAMP Python computes (a :class:`Stamp`); a
 # later statement computes the STAMP only when its snapshot differs (CHECK_STAMP): on a quiet
 # database a search never aggregates the statistics rows on the server.
 SNAPSHOT = "pg_current_snapshot()::text"
@@ -385,7 +394,7 @@ class FirstRead(NamedTuple):
     sessions: bm25.Sessions
     counts: dict[str, int]
     rows: dict[str, KeyRows]
-    stamp: str | None
+    stamp: Stamp | None
 
 
 async def _first_read(
@@ -427,7 +436,7 @@ async def _first_read(
             parts, docs, total = a, b or 0, dl or 0.0
         else:
             snapshot = key
-    stamp = None if snapshot is None else f"{snapshot} {stamp_digest(versions)}"
+    stamp = None if snapshot is None else Stamp(snapshot, stamp_digest(versions))
     for k, n in counts.items():  # a settled key with no rows
         if n == 0:
             rows.setdefault(k, [])
