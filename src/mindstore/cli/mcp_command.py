@@ -83,10 +83,8 @@ def mcp_command(session_id: str | None, config_path: str | None, http: bool, por
         async with opened(env, create=True) as store:
             # The session it serves is registered, so `mindstore sessions`, `blocks` and
             # `prompt` find what its tools write (they showed "no session").
-            key = SessionKey(namespace=env.namespace, session_id=session)
-            if await store.get_session(key) is None:
-                with contextlib.suppress(ConflictError):  # (another server made it)
-                    await store.create_session(key)
+            with contextlib.suppress(ConflictError):  # (registered before)
+                await store.create_session(SessionKey(namespace=env.namespace, session_id=session))
             server = create_server(store, config, namespace=env.namespace, session_id=session)
             if http:
 
