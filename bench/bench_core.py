@@ -73,7 +73,8 @@ def plain_db(path: Path) -> sqlite3.Connection:
         "CREATE TABLE IF NOT EXISTS messages (seq INTEGER PRIMARY KEY, session TEXT, id TEXT, "
         "parent TEXT, content TEXT);"
         "CREATE INDEX IF NOT EXISTS messages_session ON messages (session, seq);"
-        "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(text, tokenize='porter unicode61');"
+        "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(text, "
+        "tokenize='porter unicode61 remove_diacritics 2');"
     )
     return conn
 
@@ -157,6 +158,7 @@ async def bench_appends(tmp: Path, n: int, rounds: int) -> None:
         a2.conn.close()
         for k, v in acc.items():
             times[k].append(v)
+    sizes = {name: _file_size(tmp / f"{name}-{rounds - 1}.db") for name in ("p1", "p2", "ms")}
     p1, p2, ses, sto = (
         statistics.median(times[k]) for k in ("plain1", "plain2", "session", "store")
     )
@@ -168,6 +170,22 @@ async def bench_appends(tmp: Path, n: int, rounds: int) -> None:
         "≥ 0.60",
         p2 / ses >= 0.6,
     )
+    report(
+        f"file size after {n:,} appends, mindstore vs plain (row + 1 FTS5)",
+        f"{sizes['ms'] / n:,.0f} B/msg",
+        f"{sizes['p1'] / n:,.0f} B/msg",
+        sizes["ms"] / sizes["p1"],
+        "≤ 2×",
+        sizes["ms"] <= 2 * sizes["p1"],
+    )
+    report(
+        "file size, mindstore vs plain (row + same 2 FTS)",
+        f"{sizes['ms'] / n:,.0f} B/msg",
+        f"{sizes['p2'] / n:,.0f} B/msg",
+        sizes["ms"] / sizes["p2"],
+        "(info)",
+        True,
+    )
     report("appends, Store.append vs same", rate(n, sto), rate(n, p2), p2 / sto, "(info)", True)
     report(
         "appends, Session.append_message vs plain (row + 1 FTS row)",
@@ -177,6 +195,12 @@ async def bench_appends(tmp: Path, n: int, rounds: int) -> None:
         "(info)",
         True,
     )
+
+
+def _file_size(path: Path) -> int:
+    """Bytes of a closed database file and whatever of its write-ahead log is left."""
+    wal = path.with_name(path.name + "-wal")
+    return path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
 
 
 async def bench_path(tmp: Path, n: int, repeats: int) -> None:
