@@ -7,7 +7,10 @@ through :mod:`mindstore.lexical.tokens`):
   ranked by BM25; with ``match="all"`` every word must occur in the message's own text (or its
   tool text). Words match stemmed (``deploying`` finds ``deployed``); English stop words are
   dropped in ``any`` mode unless nothing else is left;
-* ``"quoted phrase"`` matches adjacent words (stemmed) and is required in both modes;
+* ``"quoted phrase"`` matches adjacent words (stemmed): required with ``match="all"``; with
+  ``match="any"`` it ranks — messages holding the phrase come first, then the messages its words
+  find (as if unquoted), so quotes in a verbatim question never empty the result
+  (:attr:`ParsedQuery.loose`, applied by the stores' search);
 * ``word*`` matches every word that begins with the letters *as typed* (unstemmed; required in
   ``all`` mode, optional in ``any``);
 * CJK text is split into characters: a run of two or more CJK characters is looked up by its
@@ -110,19 +113,39 @@ class ParsedQuery:
     Attributes:
         words: index keys (stems; CJK characters and character pairs) — optional with
             ``match="any"``, each required with ``match="all"``.
-        phrases: each a tuple of ≥2 terms that must appear adjacent (always required).
+        phrases: each a tuple of ≥2 terms that must appear adjacent in a hit of this query
+            (with ``match="any"`` a search runs :meth:`loosened` after it, see below).
         prefixes: word beginnings to match unstemmed, as typed (folded).
         match: ``"any"`` or ``"all"``.
+        loose: the phrases' words as unquoted words of the same mode would be (stop words
+            dropped in ``any`` mode unless nothing else is left).
     """
 
     words: tuple[str, ...] = ()
     phrases: tuple[tuple[str, ...], ...] = ()
     prefixes: tuple[str, ...] = field(default=())
     match: str = "any"
+    loose: tuple[str, ...] = ()
 
     @property
     def empty(self) -> bool:
         return not (self.words or self.phrases or self.prefixes)
+
+    @property
+    def ranks_phrases(self) -> bool:
+        """Whether a search fills up with :meth:`loosened` after the phrase holders
+        (``match="any"`` with phrases: quotes rank, they do not filter — DESIGN §5.1)."""
+        return self.match == "any" and bool(self.phrases)
+
+    def loosened(self) -> ParsedQuery:
+        """This query with its phrases dissolved into words (the second pass of an ``any``
+        search with phrases)."""
+        loose = self.loose or tuple(t for p in self.phrases for t in p)
+        return ParsedQuery(
+            words=tuple(dict.fromkeys((*self.words, *loose))),
+            prefixes=self.prefixes,
+            match=self.match,
+        )
 
 
 def parse_query(query: str, match: str = "any") -> ParsedQuery:
@@ -136,6 +159,8 @@ def parse_query(query: str, match: str = "any") -> ParsedQuery:
     stops: list[str] = []
     phrases: list[tuple[str, ...]] = []
     prefixes: list[str] = []
+    loose: list[str] = []
+    loose_stops: list[str] = []
     count = 0
     for m in _TERM.finditer(query):
         if count >= MAX_QUERY_TOKENS:
@@ -149,6 +174,7 @@ def parse_query(query: str, match: str = "any") -> ParsedQuery:
                 words.append(terms[0])
             elif terms:
                 phrases.append(terms)
+                _words_of(seq, match, loose, loose_stops)
             continue
         assert bare is not None
         seq = list(units(bare))[: MAX_QUERY_TOKENS - count]
@@ -159,12 +185,7 @@ def parse_query(query: str, match: str = "any") -> ParsedQuery:
         is_prefix = bare.endswith("*") and not last.cjk
         if is_prefix:
             seq = seq[:-1]
-        for run in _runs(seq):
-            if run[0].cjk:
-                words.extend(phrase_keys(tuple(u.term for u in run)))
-            else:
-                for u in run:
-                    (stops if match == "any" and u.raw in STOP_WORDS else words).append(u.term)
+        _words_of(seq, match, words, stops)
         if is_prefix:
             prefixes.append(last.raw)
     if not (words or phrases or prefixes):
@@ -174,7 +195,19 @@ def parse_query(query: str, match: str = "any") -> ParsedQuery:
         phrases=tuple(dict.fromkeys(phrases)),
         prefixes=tuple(dict.fromkeys(prefixes)),
         match=match,
+        loose=tuple(dict.fromkeys(loose or loose_stops)) if phrases else (),
     )
+
+
+def _words_of(seq: list[Unit], match: str, words: list[str], stops: list[str]) -> None:
+    """Add the word keys of unquoted units ``seq`` to ``words`` (CJK runs by their pairs), and
+    in ``any`` mode stop words to ``stops`` instead."""
+    for run in _runs(seq):
+        if run[0].cjk:
+            words.extend(phrase_keys(tuple(u.term for u in run)))
+        else:
+            for u in run:
+                (stops if match == "any" and u.raw in STOP_WORDS else words).append(u.term)
 
 
 def _runs(seq: list[Unit]) -> list[list[Unit]]:

@@ -79,7 +79,7 @@ def session_search_tool(
         description=(
             "Search past conversations (all sessions). Pass a question or keywords: messages "
             "matching more and rarer words come first, so a natural question works; "
-            '"quoted phrases" must match exactly and prefix* matches word beginnings.'
+            'messages holding a "quoted phrase" come first and prefix* matches word beginnings.'
         ),
         parameters={
             "type": "object",

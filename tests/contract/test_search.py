@@ -53,10 +53,64 @@ async def test_any_mode_ranks_messages_with_more_of_the_words_first(corpus: Sess
 
 
 async def test_phrases_match_adjacent_words(corpus: Session) -> None:
-    assert hit_ids(await corpus.search('"red car"')) == ["m5"]
+    # match="all": a phrase is required, its words must stand together
+    assert hit_ids(await corpus.search('"red car"', match="all")) == ["m5"]
     assert set(hit_ids(await corpus.search("red blue"))) == {"m5", "m6"}
-    assert hit_ids(await corpus.search('"blue and red"')) == ["m6"]
-    assert await corpus.search('"car red"') == []
+    assert hit_ids(await corpus.search('"blue and red"', match="all")) == ["m6"]
+    assert await corpus.search('"car red"', match="all") == []
+
+
+async def test_in_any_mode_phrases_rank_and_never_filter(corpus: Session) -> None:
+    """DESIGN §5.1: in ``any`` mode the messages holding the phrase come first, then what its
+    words find; the scores stay best first."""
+    hits = await corpus.search('"blue and red"')
+    assert hit_ids(hits)[0] == "m6" and set(hit_ids(hits)) == {"m5", "m6"}
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    # m5 holds both words, not the phrase: it follows the phrase holder although it scores
+    # higher on the words alone
+    loose = hit_ids(await corpus.search("blue red"))
+    assert set(loose) == {"m5", "m6"}
+    # nothing holds the phrase: the words still find their messages
+    assert set(hit_ids(await corpus.search('"car red"'))) == {"m5", "m6"}
+    assert hit_ids(await corpus.search('"red car"'))[0] == "m5"
+    # a phrase and a word outside it: both count
+    mixed = hit_ids(await corpus.search('"red car" hotfix'))
+    assert mixed[0] == "m5" and "m3" in mixed
+
+
+async def test_a_verbatim_question_with_quotes_finds_its_evidence(store: Store) -> None:
+    """Reported speech in the user's words (issue 28): the quoted span is a phrase nobody
+    said exactly; the question must still find the messages."""
+    s = Session.create(store, "verbatim")
+    await s.append_message(text_msg("v1", "Hey Mel, are you free tonight for the concert?"))
+    await s.append_message(text_msg("v2", "Sure! I am free after six.", "assistant"))
+    await s.append_message(text_msg("v3", "The quarterly report is due on Monday."))
+    hits = hit_ids(await s.search('What did she say after "Hey, are you free tonight?"'))
+    # (v3 is found through its parent v2, "free", as context: it comes last)
+    assert hits[:2] == ["v1", "v2"]
+    # exactly quoted: the holder first, the rest after it
+    assert hit_ids(await s.search('"free tonight" report'))[0] == "v1"
+    assert set(hit_ids(await s.search('"free tonight" report'))) >= {"v1", "v3"}
+    assert hit_ids(await s.search('"free tonight"', match="all")) == ["v1"]
+
+
+async def test_context_search_phrases_rank_in_any_mode(store: Store) -> None:
+    from mindstore.context.providers import StoreSearchProvider
+    from mindstore.store.base import ScopeKey
+
+    s = Session.create(store, "s", namespace="n").with_context(
+        "knowledge", provider=StoreSearchProvider(store)
+    )
+    p = await s.get_context_provider("knowledge")
+    await p.set("rollback", "To roll back, redeploy the previous tag.")
+    await p.set("tags", "Every release gets a tag named after its date.")
+    key = ScopeKey(namespace="n", session_id=None, label="knowledge")
+    hits = await store.search_entries(key, parse_query('"previous release" tag'))
+    assert {h.key for h in hits} == {"rollback", "tags"}
+    hits = await store.search_entries(key, parse_query('"previous tag" release'))
+    assert [h.key for h in hits] == ["rollback", "tags"]
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert await store.search_entries(key, parse_query('"previous release"', match="all")) == []
 
 
 async def test_prefixes_match_as_typed(corpus: Session) -> None:
@@ -268,3 +322,31 @@ async def test_snippets_are_the_same_on_every_backend(store: Store) -> None:
         "…everyone had [coffee] before the call. The deployment of the billing service failed"
         " at noon because…"
     )
+
+
+async def test_a_message_without_words_of_its_own_is_never_a_hit(store: Store) -> None:
+    """DESIGN §5.1: the parent's text is context, not a reason on its own. A reply that is only
+    a memory tool's call (not indexed) or has no text is never returned for its parent's words."""
+    s = Session.create(store, "quiet")
+    await s.append_message(text_msg("p1", "The deployment is scheduled for Friday."))
+    await s.append_message(
+        {
+            "id": "c1",
+            "role": "assistant",
+            "parts": [
+                {
+                    "type": "tool-session_search",
+                    "toolCallId": "t1",
+                    "state": "output-available",
+                    "input": {"query": "deployment"},
+                    "output": "[user] The deployment is scheduled for Friday.",
+                }
+            ],
+        }
+    )
+    await s.append_message(
+        {"id": "c2", "role": "assistant", "parts": [{"type": "text", "text": ""}]}
+    )
+    await s.append_message(text_msg("c3", "Noted, Friday it is.", "assistant"))
+    assert hit_ids(await s.search("deployment")) == ["p1"]
+    assert set(hit_ids(await s.search("friday"))) == {"p1", "c3"}

@@ -133,6 +133,8 @@ def _old_document(text: str, tool_text: str = "", context: str = "") -> bm25.Doc
     own = list(units(text))
     tool = list(units(tool_text)) if tool_text else []
     ctx = list(units(context)) if context else []
+    if not own and not tool:  # no words of its own: never a hit (DESIGN §5.1)
+        return bm25.Document(rows=[], length=0.0)
     tf: dict[str, float] = defaultdict(float)
     cf: dict[str, float] = defaultdict(float)
     raw: dict[str, float] = defaultdict(float)

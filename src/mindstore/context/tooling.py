@@ -149,7 +149,7 @@ def search_context_tool_spec(blocks: Sequence[BlockInfo]) -> tuple[str, dict[str
     text = (
         "Search a searchable block of your context memory; returns the best-matching entries. "
         "Pass a question or keywords (entries matching more and rarer words come first); "
-        '"quoted phrases" must match exactly, word* matches word beginnings.\nBlocks:\n'
+        'entries holding a "quoted phrase" come first, word* matches word beginnings.\nBlocks:\n'
         + "\n".join(lines)
     )
     schema = {

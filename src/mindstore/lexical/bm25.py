@@ -106,9 +106,13 @@ class Document:
 
 
 def document(text: str, tool_text: str = "", context: str = "") -> Document:
-    """The index rows of a message (see the module docstring)."""
+    """The index rows of a message (see the module docstring). A message with no words of its
+    own (none in its text or tool text: e.g. only a memory tool's call) gets no rows: its
+    parent's words alone never make it a hit (DESIGN §5.1)."""
     own_keys, own_raw, own_n = _fields(text)
     tool_keys, tool_raw, tool_n = _fields(tool_text) if tool_text else _EMPTY
+    if not own_n and not tool_n:
+        return Document(rows=[], length=0.0)
     ctx_keys, _, ctx_n = _fields(context) if context else _EMPTY
     tf: dict[str, float] = {}
     for k, n in own_keys.items():

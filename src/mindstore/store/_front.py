@@ -233,7 +233,11 @@ class StoreFront(ABC):
         ids = _rules.check_search(namespace, query, session_ids, limit)
         if ids == [] or query.empty or limit <= 0:
             return []
-        return await self._search_messages(namespace, query, ids, limit)
+        hits = await self._search_messages(namespace, query, ids, limit)
+        if query.ranks_phrases and len(hits) < limit:
+            loose = await self._search_messages(namespace, query.loosened(), ids, limit)
+            hits = _rules.phrase_first(hits, loose, limit, lambda h: (h.session_id, h.message_id))
+        return hits
 
     async def _search_messages(
         self, namespace: str, query: ParsedQuery, ids: list[str] | None, limit: int
@@ -364,7 +368,12 @@ class StoreFront(ABC):
         k = _rules.check_entry_search(key, query, limit)
         if query.empty or limit <= 0:
             return []
-        return await self._read_snapshot(self._domains.search.search_entries, k, query, limit)
+        search = self._domains.search.search_entries
+        hits: list[EntryHit] = await self._read_snapshot(search, k, query, limit)
+        if query.ranks_phrases and len(hits) < limit:
+            loose = await self._read_snapshot(search, k, query.loosened(), limit)
+            hits = _rules.phrase_first(hits, loose, limit, lambda h: h.key)
+        return hits
 
     # ---- session registry --------------------------------------------------------------------
     async def create_session(

@@ -14,9 +14,9 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from mindstore.errors import (
     CompactionError,
@@ -349,6 +349,29 @@ def message_hits(
         return search_result(row[1], row[2], row[3], text, snippet, score, created(row))
 
     return Hits(query, limit, fields, build)
+
+
+H = TypeVar("H", SearchResult, EntryHit)
+
+
+def phrase_first(first: list[H], loose: list[H], limit: int, key: Callable[[H], Any]) -> list[H]:
+    """The hits of an ``any`` query with phrases: the phrase holders (``first``, best first),
+    then the hits of its loosened query (``loose``) that are not among them, their scores scaled
+    below the last phrase holder's so the list stays best first and comparable (DESIGN §5.1:
+    quotes rank, they never remove every other hit)."""
+    seen = {key(h) for h in first}
+    rest: list[H] = [h for h in loose if key(h) not in seen][: max(0, limit - len(first))]
+    if not rest:
+        return first
+    if first:
+        floor = min(h.score for h in first)
+        top = max(h.score for h in rest)
+        if top >= floor:
+            ratio = floor / top * 0.999 if top > 0 and floor > 0 else 0.0
+            rest = [replace(h, score=h.score * ratio) for h in rest]
+    out: list[H] = list(first)
+    out.extend(rest)
+    return out
 
 
 def _entry_fields(row: Any) -> tuple[str, str]:
