@@ -102,7 +102,10 @@ class SessionHistoryProvider:
 
     async def search(self, query: str) -> str | None:
         results = await self._manager.search(query, limit=SEARCH_TOOL_LIMIT)
-        return format_session_search(results) if results else None
+        if not results:
+            return None
+        names = await self._manager.session_names([r.session_id for r in results])
+        return format_session_search(results, names)
 
 
 class SessionManager:
@@ -617,7 +620,16 @@ class SessionManager:
         async def search(query: str, mode: str | None) -> list[SearchResult]:
             return await self.search(query, limit=SEARCH_TOOL_LIMIT, mode=mode)
 
-        return ToolSet([session_search_tool(search, semantic=semantic)])
+        return ToolSet([session_search_tool(search, semantic=semantic, names=self.session_names)])
+
+    async def session_names(self, session_ids: Sequence[str]) -> dict[str, str | None]:
+        """The names of these sessions of the namespace (``None`` for an unnamed or unknown
+        one), each read once."""
+        out: dict[str, str | None] = {}
+        for sid in dict.fromkeys(session_ids):
+            info = await self.get(sid)
+            out[sid] = None if info is None else info.name
+        return out
 
 
 def _new_session_id() -> str:

@@ -1,8 +1,10 @@
 """The ``session_search`` tool: its schema, and how its results are shown to the model.
 
 Cross-session search for the model (:meth:`mindstore.SessionManager.tools`, and the
-searchable-history block). A question or keywords go in; hits come back as ``[role] text``
-blocks, each cut at :data:`MAX_RESULT_CHARS` so one hit cannot flood the context. The optional
+searchable-history block). A question or keywords go in; hits come back as
+``[2023-05-08 14:02 · role · "Session name"] text`` blocks (DESIGN §5.1: questions of time need
+the date a message was said, and an agent needs to know which conversation it came from), each
+cut at :data:`MAX_RESULT_CHARS` so one hit cannot flood the context. The optional
 ``mode`` argument is offered only when the store has an embedder: without one every search is
 lexical, and offering a choice would only invite errors. A failing search is returned to the
 model as an ``Error:`` line; a tool never raises into the agent loop.
@@ -10,7 +12,8 @@ model as an ``Error:`` line; a tool never raises into the agent loop.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from mindstore.search import SearchResult
@@ -44,35 +47,56 @@ SEARCH_MODE_PARAMETER: dict[str, Any] = {
 }
 
 
-def format_session_search(results: Sequence[SearchResult]) -> str:
-    """Render hits as ``[role] text`` blocks joined by ``\\n---\\n``.
+def format_session_search(
+    results: Sequence[SearchResult], names: Mapping[str, str | None] | None = None
+) -> str:
+    """Render hits as ``[YYYY-MM-DD HH:MM · role · "name"] text`` blocks joined by ``\n---\n``.
 
-    A message with no text (a hit on tool calls only) shows its snippet; texts longer than
-    2,000 characters are cut with ``...``. No hits → ``No results found.``
+    The time is the message's (UTC); the session is shown by its name from ``names`` (session
+    id → name), or by its id when it has none. A message with no text (a hit on tool calls
+    only) shows its snippet; texts longer than 2,000 characters are cut with ``...``. No hits →
+    ``No results found.``
     """
     if not results:
         return NO_RESULTS
+    names = names or {}
     blocks = []
     for r in results:
         text = r.text if r.text.strip() else r.snippet
         if len(text) > MAX_RESULT_CHARS:
             text = text[:MAX_RESULT_CHARS] + "..."
-        blocks.append(f"[{r.role}] {text}")
+        name = names.get(r.session_id)
+        where = json.dumps(name, ensure_ascii=False) if name else r.session_id
+        when = r.created_at.strftime("%Y-%m-%d %H:%M")
+        blocks.append(f"[{when} · {r.role} · {where}] {text}")
     return "\n---\n".join(blocks)
 
 
+SessionNames = Callable[[Sequence[str]], Awaitable[Mapping[str, str | None]]]
+"""Session ids → their names (for the hit headers)."""
+
+
 def session_search_tool(
-    search: Callable[[str, str | None], Awaitable[Sequence[SearchResult]]], *, semantic: bool
+    search: Callable[[str, str | None], Awaitable[Sequence[SearchResult]]],
+    *,
+    semantic: bool,
+    names: SessionNames | None = None,
 ) -> Tool:
-    """The ``session_search`` tool over ``search(query, mode)``; ``semantic`` offers ``mode``."""
+    """The ``session_search`` tool over ``search(query, mode)``; ``semantic`` offers ``mode``;
+    ``names`` gives the hits' session names."""
 
     async def session_search(args: dict[str, Any]) -> str:
         try:
             mode = args.get("mode") if semantic else None
             results = await search(str(args["query"]), None if mode is None else str(mode))
+            found = (
+                await names(list(dict.fromkeys(r.session_id for r in results)))
+                if names is not None and results
+                else None
+            )
         except Exception as exc:  # a tool never raises into the agent loop
             return f"Error: {exc or type(exc).__name__}"
-        return format_session_search(results)
+        return format_session_search(results, found)
 
     return Tool(
         name="session_search",

@@ -154,6 +154,7 @@ async def test_namespace_a_never_sees_or_touches_namespace_b(store: Store) -> No
     assert await p.ok("list", a.list()) == []
     assert await p.ok("count", a.count()) == 0
     assert await p.ok("search", a.search(MARK)) == []
+    assert await p.ok("session_names", a.session_names(["s1"])) == {"s1": None}
     assert await p.ok("get_history", s.get_history()) == []
     await p.fails("get_history", s.get_history("m1"), MessageNotFoundError)
     assert await p.ok("get_message", s.get_message("m1")) is None
@@ -287,6 +288,7 @@ EXERCISED = {
     "list",
     "count",
     "search",
+    "session_names",
     "tools",
     "append",
     "append_all",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 import uuid
 from typing import Any
 
@@ -16,6 +17,14 @@ from mindstore.errors import InvalidMessageError
 from mindstore.manager import SessionManager, format_session_search
 from mindstore.search import SearchResult
 from mindstore.store.base import ScopeKey, SessionKey, Store
+
+
+def bodies(out: str) -> list[str]:
+    """A session_search output's blocks as ``[role] text`` (date and session dropped)."""
+    return [
+        re.sub(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d · ([a-z]+) · [^\]]*\]", r"[\1]", b)
+        for b in out.split("\n---\n")
+    ]
 
 
 def msg(mid: str, text: str, role: str = "user") -> dict[str, Any]:
@@ -420,7 +429,7 @@ async def test_cross_session_search_stays_in_the_namespace(store: Store) -> None
     # session_search tool and the searchable-history block answer from A only
     tools = await a.tools()
     out = await tools.execute("session_search", {"query": "kubernetes"})
-    assert out.split("\n---\n") == ["[user] we deployed the kubernetes cluster", "[assistant] ok"]
+    assert bodies(out) == ["[user] we deployed the kubernetes cluster", "[assistant] ok"]
     ctx_tools = await a.session(s2).tools()
     found = await ctx_tools.execute("search_context", {"label": "history", "query": "kubernetes"})
     assert "we deployed the kubernetes cluster" in found and "tenant" not in found
@@ -445,7 +454,8 @@ async def test_session_search_result_format(store: Store) -> None:
     assert list(tools) == ["session_search"]
     assert tools["session_search"].parameters["required"] == ["query"]
     out = await tools.execute("session_search", '{"query": "zebra report"}')
-    blocks = out.split("\n---\n")
+    assert all(b.startswith("[") and ' · "x"] ' in b for b in out.split("\n---\n"))
+    blocks = bodies(out)
     assert sorted(blocks[:2]) == [
         "[assistant] The zebra report is in the shared drive.",
         "[user] Where is the zebra report?",
@@ -469,23 +479,48 @@ async def test_session_search_result_format(store: Store) -> None:
 def test_format_session_search_shapes() -> None:
     from datetime import UTC, datetime
 
-    def hit(role: str, text: str, snippet: str = "") -> SearchResult:
+    at = datetime(2023, 5, 8, 14, 2, 31, tzinfo=UTC)
+
+    def hit(role: str, text: str, snippet: str = "", session: str = "s") -> SearchResult:
         return SearchResult(
-            session_id="s",
+            session_id=session,
             message_id="m",
             role=role,
             text=text,
             snippet=snippet,
             score=1.0,
-            created_at=datetime.now(UTC),
+            created_at=at,
         )
 
     assert format_session_search([]) == "No results found."
-    assert format_session_search([hit("user", "a"), hit("tool", "", "[lookup] x")]) == (
-        "[user] a\n---\n[tool] [lookup] x"
+    names = {"s": 'Trip "planning"', "t": None}
+    assert format_session_search(
+        [hit("user", "a"), hit("tool", "", "[lookup] x", session="t")], names
+    ) == (
+        '[2023-05-08 14:02 · user · "Trip \\"planning\\""] a\n---\n'
+        "[2023-05-08 14:02 · tool · t] [lookup] x"
     )
     long = format_session_search([hit("assistant", "y" * 5000)])
-    assert long == "[assistant] " + "y" * 2000 + "..."
+    assert long == "[2023-05-08 14:02 · assistant · s] " + "y" * 2000 + "..."
+
+
+async def test_session_search_tool_shows_date_and_session_name(store: Store) -> None:
+    m = SessionManager(store, namespace="ns")
+    trip = (await m.create("Trip planning")).id
+    await m.append(trip, msg("u1", "Let us book the ferry to Naxos"))
+    other = (await m.create(None)).id
+    await m.append(other, msg("u2", "The ferry timetable changed"))
+    tools = await m.tools()
+    out = await tools.execute("session_search", {"query": "ferry"})
+    blocks = out.split("\n---\n")
+    assert len(blocks) == 2
+    assert any(
+        b.endswith('· user · "Trip planning"] Let us book the ferry to Naxos') for b in blocks
+    )
+    assert any(f"· user · {other}] The ferry timetable changed" in b for b in blocks)
+    for b in blocks:
+        day = b[1:11]
+        assert day[4] == "-" and day[7] == "-" and b[11] == " " and b[14] == ":"
 
 
 async def test_merged_tool_set(store: Store) -> None:
@@ -495,9 +530,9 @@ async def test_merged_tool_set(store: Store) -> None:
     session = m.session(sid)
     merged = await session.tools() | await m.tools()
     assert "set_context" in merged and "session_search" in merged
-    assert await merged.execute("session_search", {"query": "teal"}) == (
+    assert bodies(await merged.execute("session_search", {"query": "teal"})) == [
         "[user] my favourite colour is teal"
-    )
+    ]
     written = await merged.execute(
         "set_context", {"label": "memory", "content": "likes teal", "action": "replace"}
     )
