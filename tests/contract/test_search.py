@@ -36,17 +36,17 @@ async def corpus(store: Store) -> Session:
 
 
 async def test_all_mode_words_are_stemmed_and_anded(corpus: Session) -> None:
-    assert set(hit_ids(await corpus.search("deploying", match="all"))) == {"m2", "m3"}
-    assert set(hit_ids(await corpus.search("deployed", match="all"))) == {"m2", "m3"}
+    assert set(hit_ids(await corpus.search("deploying", match="all"))) == {"m1", "m2", "m3"}
+    assert set(hit_ids(await corpus.search("deployed", match="all"))) == {"m1", "m2", "m3"}
     assert hit_ids(await corpus.search("deployed hotfix", match="all")) == ["m3"]
     assert hit_ids(await corpus.search("hotfix deployed", match="all")) == ["m3"]
     assert await corpus.search("deployed lunch", match="all") == []
 
 
 async def test_any_mode_ranks_messages_with_more_of_the_words_first(corpus: Session) -> None:
-    # m3 holds both words; m2 one; m4 ("Lunch…") only through its context (m3, its parent)
+    # m3 holds both words; m1 and m2 one; m4 ("Lunch…") only through its context (m3)
     hits = hit_ids(await corpus.search("deployed hotfix"))
-    assert hits[0] == "m3" and set(hits) == {"m2", "m3", "m4"} and hits[-1] == "m4"
+    assert hits[0] == "m3" and set(hits) == {"m1", "m2", "m3", "m4"} and hits[-1] == "m4"
     assert hit_ids(await corpus.search("deployed lunch"))[:2] == ["m4", "m3"]
     # a natural question: stop words ignored, the rest ORed
     assert hit_ids(await corpus.search("When was the hotfix deployed?"))[0] == "m3"
@@ -350,3 +350,11 @@ async def test_a_message_without_words_of_its_own_is_never_a_hit(store: Store) -
     await s.append_message(text_msg("c3", "Noted, Friday it is.", "assistant"))
     assert hit_ids(await s.search("deployment")) == ["p1"]
     assert set(hit_ids(await s.search("friday"))) == {"p1", "c3"}
+
+
+async def test_stems_join_a_word_and_its_derived_forms(corpus: Session) -> None:
+    """DESIGN §5.1: an English Snowball-class stemmer — "deploy" finds "deployment" (the
+    original Porter stemmer made "deploi" of "deploying" and "deploy" of "deployment")."""
+    assert set(hit_ids(await corpus.search("deploy", match="all"))) == {"m1", "m2", "m3"}
+    assert set(hit_ids(await corpus.search("deployment", match="all"))) == {"m1", "m2", "m3"}
+    assert set(hit_ids(await corpus.search("deploys", match="all"))) == {"m1", "m2", "m3"}

@@ -570,3 +570,27 @@ async def test_index_stays_exact_across_batched_index_writes(store: Store) -> No
     before = [(h.message_id, h.score) for h in await s.search("shared item7", limit=20)]
     await store.reindex()
     assert [(h.message_id, h.score) for h in await s.search("shared item7", limit=20)] == before
+
+
+async def test_the_message_holding_every_word_comes_first(store: Store) -> None:
+    """DESIGN §5.1 (issue 28's seed): the child holds one word and gets the other from its
+    parent as context; the parent holds both in its own text and comes first, on every
+    backend. A context-only hit never outranks an own-text hit."""
+    s = Session.create(store, "seed")
+    await s.append_message(
+        text_msg(
+            "p",
+            "The deployment is scheduled for Friday with budget concerns from finance, a legal "
+            "review, the staffing plan and the vendor contract still open",
+        )
+    )
+    # short: on BM25 alone its own "friday" and its parent's "deployment" outscore p
+    await s.append_message(text_msg("c", "Friday lunch: pizza", "assistant"))
+    hits = await s.search("friday deployment")
+    assert ids(hits) == ["p", "c"]
+    assert hits[0].score > hits[1].score
+    assert ids(await s.search("deployment friday")) == ["p", "c"]
+    assert ids(await s.search("friday deployment", match="all")) == ["p"]
+    # a third message that holds the parent's words only as context comes after both
+    await s.append_message(text_msg("g", "Sounds good to me"))
+    assert ids(await s.search("friday deployment")) == ["p", "c", "g"]

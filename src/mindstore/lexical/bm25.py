@@ -15,7 +15,10 @@ into the term frequency, BM25F style: ``f = tf + W_CTX·ctx``,
 BM25 of the query against the message's whole session (a turn of a conversation about the
 question ranks above the same words elsewhere). Document count, average length and document
 frequencies come from the searched namespace only. A message holding a query word in its own
-or tool text always ranks above one that matches through its context alone. ``k1``/``b`` and
+or tool text always ranks above one that matches through its context alone, and with a query
+of up to :data:`COVERAGE_WORDS` words, one holding every word in its own text above one holding
+fewer (only "every word" is a tier: graded coverage, more words above fewer, cost recall on
+natural questions; docs/benchmarks.md). ``k1``/``b`` and
 the weights were chosen on the LoCoMo development half (docs/benchmarks.md).
 
 Cost decisions (measured with bench/bench_core.py and bench_postgres.py):
@@ -85,6 +88,9 @@ __all__ = [
     "term_keys",
 ]
 
+COVERAGE_WORDS: Final = 5
+"""Queries of up to this many words rank own-text hits by how many of the words they hold
+first, then by score; longer ones (natural questions) by score alone."""
 K1: Final = 1.2
 B: Final = 0.75
 W_SESSION: Final = 0.5
@@ -338,6 +344,7 @@ class Ranking:
         scored = [*term_keys(query), *("\x00" + p for p in query.prefixes)]
         scores: dict[int, float] = {}
         own: set[int] = set()
+        held: defaultdict[int, int] = defaultdict(int)  # document -> query words in its own text
         partial = dfs or {}
         # Candidates outside `sids`/`docs` are never scored (each document's sum is still
         # taken in the same order, so the scores are those of scoring everything and
@@ -367,6 +374,7 @@ class Ranking:
                     scores[d] = get(d, 0.0) + idf * f * k1p / (f + norm0 + norm1 * dl_of[d])
                     if tf > 0:
                         own.add(d)
+                        held[d] += 1
         if required:
             for name in required:
                 postings = terms.get(name, {})
@@ -376,13 +384,21 @@ class Ranking:
             boost = session_scores(self._session_tf, scored, lengths, K1, B)
             weighted = {sid: W_SESSION * v for sid, v in boost.items()}.get
             scores = {d: v + weighted(sid_of[d], 0.0) for d, v in scores.items()}
-        # A hit on the message's own words ranks above every hit on its context alone: own
-        # hits are lifted by the best context-only score, so the order and the scores agree.
-        others = scores.keys() - own
-        lift = max(map(scores.__getitem__, others), default=0.0)
-        if lift:
-            for d in scores.keys() - others:
-                scores[d] += lift
+        # Tiers, each lifted above the best score below it so the order and the scores agree:
+        # a hit on the message's own words ranks above every hit on its context alone, and
+        # with a short query, an own hit holding more of the query's words above one holding
+        # fewer (DESIGN 5.1: the message holding every word comes first).
+        every = len(scored) if len(scored) <= COVERAGE_WORDS else 0
+        tiers: dict[int, list[int]] = defaultdict(list)
+        for d in scores:
+            tiers[(2 if held[d] == every else 1) if d in own else 0].append(d)
+        lift = 0.0
+        for tier in sorted(tiers):
+            docs_in = tiers[tier]
+            if lift:
+                for d in docs_in:
+                    scores[d] += lift
+            lift = max(lift, max(scores[d] for d in docs_in))
         # best first by (score, doc): the pairs compare as the sort key would
         ordered = zip(scores.values(), scores.keys(), strict=True)
         if top is not None and top < len(scores):

@@ -6,8 +6,9 @@ A text becomes a sequence of *units*:
   NFKC normalisation (``⁵`` → ``5``, full-width → ASCII) and case folding; the diacritics of
   Latin letters are removed (``Hồ`` → ``ho``, ``café`` → ``cafe``); possessives and
   contractions are folded (``Dave's`` → ``dave``, ``it's`` → ``it``: the ``'s`` is dropped, so a
-  stray ``s`` never becomes a word); a word is stemmed with the Porter stemmer (Snowball
-  ``porter``) into its *term* (``deploying`` → ``deploy``);
+  stray ``s`` never becomes a word); a word is stemmed with Snowball's English stemmer (Porter2)
+  into its *term* (``deploying``, ``deployed``, ``deployment`` → ``deploy``; the original
+  Porter stemmer made ``deploi`` of the first two, so "deploy" missed "deployment");
 * a CJK character (Han, kana, Hangul): one unit each. Such text has no spaces between words, so
   the index holds every character (unigram) and every pair of adjacent characters (bigram) of a
   CJK run: ``咖啡`` is a key of ``我喜欢喝咖啡``, ``東`` too.
@@ -204,19 +205,18 @@ def _shorten(word: str) -> str:
 
 @functools.lru_cache(maxsize=131_072)
 def stem(word: str) -> str:
-    """The Porter stem of a folded word; the word itself when it has one or two letters (as in
-    the original Porter stemmer: Snowball's ``porter`` turns ``is`` into ``i``, ``us`` into
-    ``u``, ``s`` into nothing) or is not alphabetic ASCII (shortened keys, other scripts).
+    """The English (Porter2) stem of a folded word; the word itself when it has one or two
+    letters or is not alphabetic ASCII (shortened keys, other scripts).
     Cached whole, checks included: indexing and snippets call it for every word."""
     if len(word) <= 2 or len(word) > MAX_WORD or not word.isascii() or not word.isalpha():
-        return word  # like the original Porter stemmer, words of 1-2 letters are kept
+        return word  # words of 1-2 letters are kept as they are
     return _stem(word)
 
 
 def _stem(word: str) -> str:
     stemmer = getattr(_local, "stemmer", None)
     if stemmer is None:  # Snowball stemmer objects keep state: one per thread
-        stemmer = _local.stemmer = snowballstemmer.stemmer("porter")
+        stemmer = _local.stemmer = snowballstemmer.stemmer("english")
     result: str = stemmer.stemWord(word)
     return result or word
 

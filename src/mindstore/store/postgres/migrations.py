@@ -301,8 +301,8 @@ m008_lexical_index: Final = [
     "ALTER TABLE entries DROP COLUMN tsv, DROP COLUMN tsv_prefix",
 ]
 
-REINDEX_AFTER: Final = "m008_lexical_index"
-"""Opening a schema older than this migration rebuilds the lexical index in Python."""
+REINDEX_AFTER: Final = frozenset({"m008_lexical_index", "m012_english_stems"})
+"""Opening a schema older than one of these migrations rebuilds the lexical index in Python."""
 
 # Why: semantic search. One vector row per message with the embedder's
 # name and dimensions (vectors of another model are never compared: ignored until re-embedded),
@@ -405,6 +405,11 @@ m011_search_docs: Final = [
     " array_agg(ctx ORDER BY key) FROM search_terms WHERE kind = 0 GROUP BY coll, doc",
 ]
 
+# Why: the original Porter stemmer made "deploi" of "deploying" and "deploy" of "deployment",
+# so "deploy" missed "deployment" (DESIGN 5.1 promises it). Snowball's English stemmer (Porter2)
+# stems them alike, as on SQLite; every key changes, so the index is rebuilt (REINDEX_AFTER).
+m012_english_stems: Final[list[str]] = []
+
 MIGRATIONS: Final[list[tuple[int, str, list[str]]]] = [
     (1, "m001_message_tree", m001_message_tree),
     (2, "m002_message_search", m002_message_search),
@@ -417,6 +422,7 @@ MIGRATIONS: Final[list[tuple[int, str, list[str]]]] = [
     (9, "m009_message_vectors", m009_message_vectors),
     (10, "m010_covering_terms", m010_covering_terms),
     (11, "m011_search_docs", m011_search_docs),
+    (12, "m012_english_stems", m012_english_stems),
 ]
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]
@@ -486,7 +492,7 @@ async def migrate(conn: AsyncConnection[Any], schema: str | None) -> None:
             if number > version:
                 for statement in statements:
                     await conn.execute(statement)
-                reindex = reindex or name == REINDEX_AFTER
+                reindex = reindex or name in REINDEX_AFTER
         if reindex and version > 0:
             await lexical.rebuild(conn)  # an older schema: build the lexical index once
         await conn.execute(
