@@ -40,7 +40,12 @@ from openai.types.responses import (
 from openai_agents_items import ALL_ITEMS
 
 from backends import drop_schema, new_schema_name, postgres_url_or_skip
-from mindstore import InvalidMessageError, Session, create_compact_function
+from mindstore import (
+    InvalidMessageError,
+    Session,
+    UnserialisableValueError,
+    create_compact_function,
+)
 from mindstore.formats import to_anthropic, to_openai_chat, to_openai_responses
 from mindstore.integrations.openai_agents import MindstoreSession
 from mindstore.integrations.openai_items import ITEM_KEY
@@ -483,3 +488,27 @@ async def test_concurrent_pop_items_return_different_items(store: Store) -> None
     popped = await asyncio.gather(*(s.pop_item() for s in [cs, *others]))
     assert sorted(map(json.dumps, popped)) == sorted(map(json.dumps, items[-4:]))
     assert await cs.get_items() == items[:2]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"role": "user", "content": object()},
+     {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}", "x": {1, 2}},
+     {"role": "user", "content": [{"type": "input_text", "text": b"bytes"}]},
+     {"type": "function_call_output", "call_id": "c", "output": {(1, 2): "tuple key"}}],
+)  # fmt: skip
+async def test_unserialisable_items_raise_what_the_sdk_raises(
+    store: Store, bad: Any, tmp_path: Any
+) -> None:
+    # The SDK's own session raises TypeError for such an item: so do we (and it is still an
+    # InvalidMessageError); nothing of the batch is written.
+    theirs = SQLiteSession("t", str(tmp_path / "sdk.db"))
+    with pytest.raises(TypeError):
+        await theirs.add_items([bad])
+    ours = MindstoreSession("unserialisable", store)
+    with pytest.raises(TypeError) as caught:
+        await ours.add_items([{"role": "user", "content": "fine"}, bad])
+    assert isinstance(caught.value, InvalidMessageError)
+    assert isinstance(caught.value, UnserialisableValueError)
+    assert await ours.get_items() == []
+    assert await ours.session.get_history() == []
