@@ -172,10 +172,16 @@ class SessionManager:
         return self._record(lambda s: s.on_compaction(fn))
 
     def compact_after(
-        self, threshold: int, token_counter: Callable[..., Any] | None = None
+        self,
+        threshold: int,
+        token_counter: Callable[..., Any] | None = None,
+        *,
+        background: bool = False,
     ) -> SessionManager:
         """:meth:`Session.compact_after` for every session handed out."""
-        return self._record(lambda s: s.compact_after(threshold, token_counter))
+        return self._record(
+            lambda s: s.compact_after(threshold, token_counter, background=background)
+        )
 
     def on_compaction_error(self, handler: Callable[[BaseException], Any]) -> SessionManager:
         """:meth:`Session.on_compaction_error` for every session handed out."""
