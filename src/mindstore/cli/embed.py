@@ -32,10 +32,25 @@ def cli_embedder(spec: str) -> Embedder:
     if spec == "default":
         return default_embedder()
     if spec.startswith("openai:") and len(spec) > len("openai:"):
-        model, _, dims = spec[len("openai:") :].partition("@")
+        model, at, dims = spec[len("openai:") :].partition("@")
+        if at and not (dims.isascii() and dims.isdigit() and int(dims) > 0):
+            raise CliError(
+                f"--embedder {spec}: the dimensions after '@' must be a positive whole number "
+                f"(openai:{model or 'MODEL'}@N)"
+            )
+        if not model:
+            raise CliError(f"--embedder {spec}: name the model (openai:MODEL or openai:MODEL@N)")
         try:
             return OpenAIEmbedder(model, dimensions=int(dims) if dims else None)
         except ValueError as exc:
+            if not dims:
+                # The only refusal of a named model without dimensions: they are unknown. The
+                # library says "pass dimensions=N"; on the command line they are in the spec.
+                raise CliError(
+                    f"--embedder {spec}: the dimensions of model {model!r} are unknown; name "
+                    f"them as openai:{model}@N (N: the length of the vectors the endpoint "
+                    "returns)"
+                ) from None
             raise CliError(f"--embedder {spec}: {exc}") from None
     raise CliError(
         f"--embedder {spec!r}: use 'default' (offline, the embeddings extra) or "
