@@ -6,6 +6,8 @@ and ``search --mode semantic|hybrid`` use the same vectors when given the same s
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import click
 from rich.console import Console
 from rich.progress import (
@@ -22,6 +24,7 @@ from rich.text import Text
 from mindstore.embeddings import Embedder, OpenAIEmbedder, default_embedder
 
 from .common import CliError, Out, current_env, json_option, opened, run
+from .progress import EmbedPhases, show
 
 __all__ = ["cli_embedder", "embed", "embedder_option"]
 
@@ -96,16 +99,21 @@ def embed(rebuild: bool, batch_size: int, embedder_spec: str) -> None:
                 done = await store.embed_pending(batch_size=batch_size)  # type: ignore[attr-defined]
                 return done, dropped
             columns = (
-                TextColumn("embedding"),
+                TextColumn("{task.description}"),
                 BarColumn(),
                 MofNCompleteColumn(),
                 _RateColumn(),
                 TimeRemainingColumn(),
             )
+            phases = EmbedPhases(total, batch_size)
             with Progress(*columns, console=err, transient=True) as bar:
-                task = bar.add_task("embedding", total=total)
+                task = bar.add_task("", **asdict(phases.start()))
+
+                def on_progress(n: int) -> None:
+                    show(bar, task, phases.progress(n))
+
                 done = await store.embed_pending(  # type: ignore[attr-defined]
-                    batch_size=batch_size, progress=lambda n: bar.advance(task, n)
+                    batch_size=batch_size, progress=on_progress
                 )
             return done, dropped
 
