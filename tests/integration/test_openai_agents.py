@@ -407,6 +407,8 @@ async def _pop_all(session: MindstoreSession) -> list[Any]:
             return popped
         assert item == before[-1]
         assert after == before[:-1]  # the others stay
+        for limit in (1, 2, 3):  # a window that starts inside a shortened run reads the same
+            assert await session.get_items(limit=limit) == (after[-limit:] if after else [])
         popped.append(item)
 
 
