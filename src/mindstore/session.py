@@ -223,8 +223,9 @@ class Session:
         A failing compaction never fails the append; after a failure the next attempt waits
         until the context has grown by a margin that doubles with each failure in a row
         (one report each: ``on_compaction_error``, else one log line). With
-        ``background=True`` the check and the compaction run in a task this session owns, on
-        the loop of the append: ``append_message`` returns without waiting for the model;
+        ``background=True`` the check and the compaction run in a background task, on
+        the loop of the append (one per store and session, whichever object appended):
+        ``append_message`` returns without waiting for the model;
         :meth:`wait_compaction` waits for that task (tests, shutdown).
         """
         self.compactor.compact_after(threshold, token_counter, background=background)

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from mindstore.compaction.compact_function import create_compact_function
+from mindstore.manager import SessionManager
 from mindstore.session import Session
 from mindstore.store.base import Store
 
@@ -190,3 +191,31 @@ async def test_cancelling_the_wait_leaves_the_compaction_running(store: Store) -
 async def test_background_must_be_a_bool(store: Store) -> None:
     with pytest.raises(TypeError, match="background"):
         Session.create(store, "x").compact_after(100, background="yes")  # type: ignore[arg-type]
+
+
+async def test_one_background_compaction_per_session_whatever_object_appends(
+    store: Store,
+) -> None:
+    """A server builds a Session per request: the appends of many Session objects of one
+    session share one background compaction, and the manager waits for it."""
+    model = GatedModel()
+    manager = (
+        SessionManager(store, session_cache_size=0)
+        .on_compaction(compact_fn(model))
+        .compact_after(300, background=True)
+    )
+    for i in range(14):
+        assert await manager.append("served", msg(f"m{i}"))
+    await asyncio.wait_for(model.started.wait(), 10)
+    for i in range(14, 20):  # each through a fresh Session object, while the model works
+        assert await manager.append("served", msg(f"m{i}"))
+    assert model.calls == 1
+    assert manager.session("served").compactor.running  # seen from yet another object
+    waiting = asyncio.ensure_future(manager.wait_compaction())
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    model.release.set()
+    await asyncio.wait_for(waiting, 10)
+    assert not manager.session("served").compactor.running
+    assert await manager.session("served").get_compactions()
+    assert model.calls <= 2

@@ -41,9 +41,10 @@ Invariants:
   else as one logged ``ERROR`` line naming the error and the next attempt (the traceback
   only at ``DEBUG``). So an outage costs a few calls, not one per append.
 * ``compact_after(..., background=True)`` moves the check and the compaction off the append
-  path: ``after_append`` only records the new leaf and returns; a task the compactor owns
-  (one at a time per session object, on the loop of the append) checks the newest recorded
-  leaf, again after it finishes when more appends came meanwhile. ``wait()`` waits for it.
+  path: ``after_append`` only records the new leaf and returns; one task per store and
+  session (whichever ``Session`` object appended; on the loop of the append) checks the newest
+  recorded leaf, again after it finishes when more appends came meanwhile. ``wait()`` waits
+  for it, :func:`wait_background_compactions` for every one of a store (or namespace).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mindstore._async import maybe_await
@@ -63,7 +65,13 @@ from mindstore.messages import validate_id
 from mindstore.store.base import Compaction, SessionKey, Store, TokenEstimate
 from mindstore.tokens import Tokenizer, estimate_message_tokens, estimate_string_tokens
 
-__all__ = ["BACKOFF_FRACTION", "Compactor", "SystemPrompt", "summary_has_content"]
+__all__ = [
+    "BACKOFF_FRACTION",
+    "Compactor",
+    "SystemPrompt",
+    "summary_has_content",
+    "wait_background_compactions",
+]
 
 logger = logging.getLogger("mindstore")
 
@@ -83,6 +91,45 @@ def summary_has_content(summary: str) -> bool:
         if _CONTENT.search(line):
             return True
     return False
+
+
+@dataclass(slots=True)
+class _Background:
+    """The background compaction of one session of one store: the task, and the newest leaf
+    appended since it last looked (it checks that one next)."""
+
+    task: asyncio.Task[None] | None = None
+    queued: str | None = None
+
+
+# One background task per (store, session) whichever Session object appended — a server that
+# builds a Session per request must not start one compaction per request. Entries go when their
+# task ends; the store's id() cannot be reused while the task holds the store.
+_BACKGROUND: dict[tuple[int, SessionKey], _Background] = {}
+
+
+def _slot_key(store: Store, key: SessionKey) -> tuple[int, SessionKey]:
+    return (id(store), key)
+
+
+async def _wait_for(match: Callable[[tuple[int, SessionKey]], bool]) -> None:
+    while True:
+        tasks = {
+            slot.task
+            for key, slot in list(_BACKGROUND.items())
+            if match(key) and slot.task is not None and not slot.task.done()
+        }
+        if not tasks:
+            return
+        await asyncio.wait(tasks)
+
+
+async def wait_background_compactions(store: Store, namespace: str | None = None) -> None:
+    """Return once no background compaction (``compact_after(..., background=True)``) of
+    ``store`` — of ``namespace`` only, when given — is running."""
+    await _wait_for(
+        lambda k: k[0] == id(store) and (namespace is None or k[1].namespace == namespace)
+    )
 
 
 class SystemPrompt(Protocol):
@@ -120,8 +167,6 @@ class Compactor:
         self._prompt_tokens: tuple[str, int] | None = None
         self._auto_compacting = False
         self._background = False
-        self._task: asyncio.Task[None] | None = None
-        self._queued: str | None = None  # the newest leaf the background task must check
 
     # ---- configuration (no I/O) -------------------------------------------------------------
     def on_compaction(self, fn: Callable[..., Any]) -> None:
@@ -148,8 +193,10 @@ class Compactor:
 
     @property
     def running(self) -> bool:
-        """Whether a background compaction check is under way (``background=True``)."""
-        return self._task is not None and not self._task.done()
+        """Whether a background compaction check of this session is under way (started by
+        this or another ``Session`` object of the same store and session)."""
+        slot = _BACKGROUND.get(_slot_key(self._store, self._key))
+        return slot is not None and slot.task is not None and not slot.task.done()
 
     def on_compaction_error(self, handler: Callable[[BaseException], Any | Awaitable[Any]]) -> None:
         if not callable(handler):
@@ -168,21 +215,29 @@ class Compactor:
         if not self._background:
             await self._check(mid)
             return
-        self._queued = mid
-        if not self.running:
-            self._task = asyncio.get_running_loop().create_task(
-                self._drain(), name=f"mindstore compaction of {self._key.session_id!r}"
+        key = _slot_key(self._store, self._key)
+        slot = _BACKGROUND.setdefault(key, _Background())
+        slot.queued = mid
+        if slot.task is None or slot.task.done():
+            task = asyncio.get_running_loop().create_task(
+                self._drain(slot), name=f"mindstore compaction of {self._key.session_id!r}"
             )
+            slot.task = task
+
+            def forget(done: asyncio.Task[None]) -> None:
+                if _BACKGROUND.get(key) is slot and slot.task is done:
+                    del _BACKGROUND[key]
+
+            task.add_done_callback(forget)
 
     async def wait(self) -> None:
-        """Return once no background compaction check is running (each one's errors went to
-        the handler or the log). Cancelling the wait does not cancel the compaction."""
-        while (task := self._task) is not None and not task.done():
-            await asyncio.wait({task})
+        """Return once no background compaction check of this session is running (each one's
+        errors went to the handler or the log). Cancelling the wait does not cancel it."""
+        await _wait_for(lambda k: k == _slot_key(self._store, self._key))
 
-    async def _drain(self) -> None:
-        while (mid := self._queued) is not None:
-            self._queued = None
+    async def _drain(self, slot: _Background) -> None:
+        while (mid := slot.queued) is not None:
+            slot.queued = None
             await self._check(mid)
 
     async def _check(self, mid: str) -> None:
