@@ -113,11 +113,15 @@ def _slot_key(store: Store, key: SessionKey) -> tuple[int, SessionKey]:
 
 
 async def _wait_for(match: Callable[[tuple[int, SessionKey]], bool]) -> None:
+    loop = asyncio.get_running_loop()
     while True:
         tasks = {
             slot.task
             for key, slot in list(_BACKGROUND.items())
-            if match(key) and slot.task is not None and not slot.task.done()
+            if match(key)
+            and slot.task is not None
+            and not slot.task.done()
+            and slot.task.get_loop() is loop
         }
         if not tasks:
             return
@@ -216,10 +220,14 @@ class Compactor:
             await self._check(mid)
             return
         key = _slot_key(self._store, self._key)
-        slot = _BACKGROUND.setdefault(key, _Background())
+        loop = asyncio.get_running_loop()
+        slot = _BACKGROUND.get(key)
+        if slot is None or (slot.task is not None and slot.task.get_loop() is not loop):
+            # (a task of a loop that is gone — or another one — is not this loop's to join)
+            slot = _BACKGROUND[key] = _Background()
         slot.queued = mid
         if slot.task is None or slot.task.done():
-            task = asyncio.get_running_loop().create_task(
+            task = loop.create_task(
                 self._drain(slot), name=f"mindstore compaction of {self._key.session_id!r}"
             )
             slot.task = task
