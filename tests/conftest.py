@@ -27,6 +27,41 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 
+#: The text every PostgreSQL test skips with when no server is configured (backends.py).
+POSTGRES_SKIP_HINT = "MINDSTORE_TEST_POSTGRES_URL"
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Skips in a few lines instead of one per test (``addopts`` leaves ``s`` out of ``-r``):
+    the PostgreSQL ones — hundreds on a machine without a server — as one line saying how to
+    run them, every other reason once with its count."""
+    skipped = [r for r in terminalreporter.stats.get("skipped", []) if r.skipped]
+    if not skipped:
+        return
+    reasons: dict[str, int] = {}
+    postgres = 0
+    for report in skipped:
+        reason = _skip_reason(report)
+        if POSTGRES_SKIP_HINT in reason:
+            postgres += 1
+        else:
+            reasons[reason] = reasons.get(reason, 0) + 1
+    terminalreporter.write_sep("-", "skipped")
+    if postgres:
+        terminalreporter.write_line(
+            f"{postgres} PostgreSQL tests skipped: set {POSTGRES_SKIP_HINT}="
+            "postgresql://USER@HOST:5432/DB to run them (each test uses its own schema)"
+        )
+    for reason, count in sorted(reasons.items()):
+        terminalreporter.write_line(f"{count} skipped: {reason}")
+
 
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:

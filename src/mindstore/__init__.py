@@ -35,6 +35,7 @@ _EXPORTS: dict[str, str] = {
     "SessionNotFoundError": "mindstore.errors",
     "StoreError": "mindstore.errors",
     "TokenBudgetError": "mindstore.errors",
+    "UnserialisableValueError": "mindstore.errors",
     # messages, tokens, search
     "new_message_id": "mindstore.messages",
     "validate_message": "mindstore.messages",
@@ -127,6 +128,7 @@ __all__ = [
     "Tool",
     "ToolSet",
     "UNSET",
+    "UnserialisableValueError",
     "WritableContextProvider",
     "create_compact_function",
     "default_embedder",
@@ -170,6 +172,7 @@ if TYPE_CHECKING:
         SessionNotFoundError,
         StoreError,
         TokenBudgetError,
+        UnserialisableValueError,
     )
     from mindstore.formats import (
         from_anthropic_messages,

@@ -4,6 +4,7 @@ The tree::
 
     MindstoreError
     ├── InvalidMessageError      (also ValueError)   a message failed validation; nothing written
+    │   └── UnserialisableValueError (also TypeError) a value of a type JSON cannot hold
     ├── MessageNotFoundError     (also LookupError)  an id that does not exist in this session
     ├── SessionNotFoundError     (also LookupError)  no session with that id in this namespace
     ├── InvalidKeyError          (also ValueError)   a skill/entry key that could escape its root
@@ -41,6 +42,7 @@ __all__ = [
     "SessionNotFoundError",
     "StoreError",
     "TokenBudgetError",
+    "UnserialisableValueError",
 ]
 
 
@@ -50,6 +52,16 @@ class MindstoreError(Exception):
 
 class InvalidMessageError(MindstoreError, ValueError):
     """A message is malformed; the message names the offending field. Nothing was written."""
+
+
+class UnserialisableValueError(InvalidMessageError, TypeError):
+    """A message (or an SDK item) holds a value of a type JSON has no form for (an object, a
+    set, bytes, a non-string key); the message names where. Nothing was written.
+
+    It is an :class:`InvalidMessageError` like every validation failure, and also a
+    ``TypeError``, which is what ``json.dumps`` raises for such a value and what code written
+    for the OpenAI Agents SDK's ``SQLiteSession`` (or LangGraph's stores) catches.
+    """
 
 
 class MessageNotFoundError(MindstoreError, LookupError):

@@ -44,6 +44,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from mindstore.compaction.session_compaction import wait_background_compactions
 from mindstore.context.spec import BlockSpec, block_arguments
 from mindstore.errors import (
     ConflictError,
@@ -175,10 +176,16 @@ class SessionManager:
         return self._record(lambda s: s.on_compaction(fn))
 
     def compact_after(
-        self, threshold: int, token_counter: Callable[..., Any] | None = None
+        self,
+        threshold: int,
+        token_counter: Callable[..., Any] | None = None,
+        *,
+        background: bool = False,
     ) -> SessionManager:
         """:meth:`Session.compact_after` for every session handed out."""
-        return self._record(lambda s: s.compact_after(threshold, token_counter))
+        return self._record(
+            lambda s: s.compact_after(threshold, token_counter, background=background)
+        )
 
     def on_compaction_error(self, handler: Callable[[BaseException], Any]) -> SessionManager:
         """:meth:`Session.on_compaction_error` for every session handed out."""
@@ -317,6 +324,12 @@ class SessionManager:
         deleted = await self._store.delete_session(key)
         self._sessions.pop(session_id, None)
         return deleted
+
+    async def wait_compaction(self) -> None:
+        """Return once no background compaction (``compact_after(..., background=True)``) of
+        this namespace's sessions on this store is running — whichever ``Session`` object
+        started it (tests, shutdown). Their errors went to ``on_compaction_error`` or the log."""
+        await wait_background_compactions(self._store, self._namespace)
 
     async def delete_namespace(self) -> dict[str, int]:
         """Delete everything of this manager's namespace ("forget this user"): every session

@@ -29,7 +29,7 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from mindstore.errors import InvalidMessageError
+from mindstore.errors import InvalidMessageError, UnserialisableValueError
 
 __all__ = [
     "MAX_DEPTH",
@@ -215,13 +215,13 @@ def _check_json(value: Any, where: str, depth: int) -> Any:
         out: dict[str, Any] = {}
         for k, v in value.items():
             if not isinstance(k, str):
-                raise InvalidMessageError(f"{where} has a non-string key {k!r:.40}")
+                raise UnserialisableValueError(f"{where} has a non-string key {k!r:.40}")
             _check_string(k, f"{where} key")
             out[k] = _check_json(v, f"{where}.{k}", depth + 1)
         return out
     if isinstance(value, list | tuple):
         return [_check_json(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value)]
-    raise InvalidMessageError(
+    raise UnserialisableValueError(
         f"{where} is of type {type(value).__name__}, which is not JSON-serialisable"
     )
 

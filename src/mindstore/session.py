@@ -211,11 +211,24 @@ class Session:
         return self
 
     def compact_after(
-        self, threshold: int, token_counter: Callable[..., Any] | None = None
+        self,
+        threshold: int,
+        token_counter: Callable[..., Any] | None = None,
+        *,
+        background: bool = False,
     ) -> Session:
         """Compact automatically after an append once path + prompt tokens exceed
-        ``threshold`` (strictly)."""
-        self.compactor.compact_after(threshold, token_counter)
+        ``threshold`` (strictly).
+
+        A failing compaction never fails the append; after a failure the next attempt waits
+        until the context has grown by a margin that doubles with each failure in a row
+        (one report each: ``on_compaction_error``, else one log line). With
+        ``background=True`` the check and the compaction run in a background task, on
+        the loop of the append (one per store and session, whichever object appended):
+        ``append_message`` returns without waiting for the model;
+        :meth:`wait_compaction` waits for that task (tests, shutdown).
+        """
+        self.compactor.compact_after(threshold, token_counter, background=background)
         return self
 
     def on_compaction_error(
@@ -224,6 +237,12 @@ class Session:
         """Receive errors of automatic compaction (otherwise they are logged)."""
         self.compactor.on_compaction_error(handler)
         return self
+
+    async def wait_compaction(self) -> None:
+        """Return once the background compaction of ``compact_after(..., background=True)``
+        has finished (at once when none is running). Its errors went to
+        ``on_compaction_error`` (else the log); cancelling this wait leaves it running."""
+        await self.compactor.wait()
 
     # ---- tokens ----------------------------------------------------------------------------
     def count_message_tokens(self, messages: Sequence[dict[str, Any]]) -> int:

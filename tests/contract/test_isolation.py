@@ -215,6 +215,8 @@ async def test_namespace_a_never_sees_or_touches_namespace_b(store: Store) -> No
     await p.ok("expand_compaction", s.expand_compaction(comp.id))
     await p.ok("revert_compaction", s.revert_compaction(comp.id))
     await p.ok("compact", s.compact())
+    await p.ok("wait_compaction", s.wait_compaction())  # nothing in the background: returns
+    await p.ok("wait_compaction", a.wait_compaction())
     await p.ok("replace_context_block", s.replace_context_block("memory", "alpha memory"))
     await p.ok("append_context_block", s.append_context_block("profile", "alpha profile"))
     await p.ok("add_context", s.add_context("extra", "Extra"))
@@ -327,6 +329,7 @@ EXERCISED = {
     "expand_compaction",
     "revert_compaction",
     "compact",
+    "wait_compaction",
     "count_message_tokens",
 }
 

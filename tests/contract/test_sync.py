@@ -183,3 +183,30 @@ def test_errors_pass_through_unchanged(sync_store: Any) -> None:
     s = sync.Session.create(sync_store, "x")
     with pytest.raises(mindstore.MessageNotFoundError):
         s.append_message(text("user", "hi"), parent_id="nope")
+
+
+def test_background_compaction_from_plain_code(sync_store: Any) -> None:
+    """compact_after(background=True) through mindstore.sync: the task runs on the store's loop
+    thread; append_message returns before the 0.5 s summariser; wait_compaction() waits."""
+    import time
+
+    async def slow(prompt: str) -> str:
+        await asyncio.sleep(0.5)
+        return "## Topic\nsummary from the background"
+
+    s = (
+        sync.Session(sync_store, "bg")
+        .on_compaction(
+            mindstore.create_compact_function(summarize=slow, protect_head=1, tail_token_budget=50)
+        )
+        .compact_after(300, background=True)
+    )
+    slowest = 0.0
+    for i in range(16):
+        t0 = time.perf_counter()
+        s.append_message(text("user", "word " * 20 + str(i)))
+        slowest = max(slowest, time.perf_counter() - t0)
+    assert slowest < 0.4  # no append waited for the summariser
+    s.wait_compaction()
+    assert s.get_compactions()
+    assert any(m["id"].startswith("compaction_") for m in s.get_history())

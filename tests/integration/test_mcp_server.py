@@ -5,16 +5,22 @@ file; afterwards the file is opened directly to check what the server wrote."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from mindstore import Session, SQLiteStore
@@ -209,37 +215,135 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def test_http_server_binds_loopback(setup: dict[str, Any]) -> None:
+async def start_http(
+    setup: dict[str, Any], *args: str, env: dict[str, str] | None = None
+) -> tuple[asyncio.subprocess.Process, int, list[str]]:
+    """Start ``mindstore mcp --http`` on a free port; return it, the port and its first stderr
+    lines (the URL and the token line), read once it listens."""
     port = free_port()
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
-        *server_args(setup, "--http", "--port", str(port)),
+        *server_args(setup, "--http", "--port", str(port), *args),
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+    )
+    assert proc.stderr is not None
+    lines = [
+        (await asyncio.wait_for(proc.stderr.readline(), 60)).decode().strip() for _ in range(2)
+    ]
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.close()
+            await writer.wait_closed()
+            return proc, port, lines
+        except OSError:
+            assert proc.returncode is None, f"the HTTP server exited: {lines}"
+            assert time.monotonic() < deadline, "the HTTP server did not start"
+            await asyncio.sleep(0.1)
+
+
+async def stop(proc: asyncio.subprocess.Process) -> bytes:
+    proc.terminate()
+    _, err = await asyncio.wait_for(proc.communicate(), timeout=30)
+    return err
+
+
+def post_status(port: int, headers: dict[str, str]) -> int:
+    """The status of a bare MCP initialize POST with ``headers``."""
+    body = b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}'
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/mcp",
+        data=body,
+        method="POST",
+        headers={"Content-Type": "application/json", "Accept": "application/json", **headers},
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
-                writer.close()
-                await writer.wait_closed()
-                break
-            except OSError:
-                assert proc.returncode is None, "the HTTP server exited"
-                assert time.monotonic() < deadline, "the HTTP server did not start"
-                await asyncio.sleep(0.1)
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as e:
+        if e.code == 401:
+            assert e.headers.get("WWW-Authenticate", "").startswith("Bearer")
+        return int(e.code)
+
+
+@contextlib.asynccontextmanager
+async def client_with(port: int, token: str) -> AsyncIterator[Client]:
+    """The SDK client sending ``Authorization: Bearer <token>`` (its HTTP client is ours to
+    close)."""
+    async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http:
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with Client(streamable_http_client(url, http_client=http)) as client:
+            yield client
+
+
+async def test_http_server_binds_loopback_and_requires_its_token(setup: dict[str, Any]) -> None:
+    proc, port, lines = await start_http(setup)
+    try:
+        assert lines[0].startswith("mindstore MCP server: http://127.0.0.1:")
+        assert lines[1].startswith("every request needs: Authorization: Bearer ")
+        token = lines[1].rsplit(" ", 1)[1]
+        assert len(token) >= 40  # generated: 256 random bits
         external = non_loopback_address()
         if external is not None:  # bound to 127.0.0.1 only: another interface refuses
             with pytest.raises(OSError):
                 await asyncio.open_connection(external, port)
-        async with asyncio.timeout(120), Client(f"http://127.0.0.1:{port}/mcp") as client:
+        # Any local process that does not know the token is refused before MCP sees it.
+        for headers in (
+            {},
+            {"Authorization": "Bearer wrong-token-of-enough-length"},
+            {"Authorization": f"Basic {token}"},
+            {"Authorization": f"Bearer {token}x"},
+            {"Authorization": f"bearer  {token}"},
+        ):
+            assert await asyncio.to_thread(post_status, port, headers) == 401, headers
+        async with asyncio.timeout(120), client_with(port, token) as client:
             await exercise(client)
     finally:
-        proc.terminate()
-        _, err = await asyncio.wait_for(proc.communicate(), timeout=30)
-    assert b"http://127.0.0.1:" in err  # says where it listens, on stderr
+        await stop(proc)
     await check_stored(setup["db"], "desk")
+
+
+@pytest.mark.parametrize("via", ["option", "environment"])
+async def test_http_server_with_a_given_token(setup: dict[str, Any], via: str) -> None:
+    token = "a-given-token_0123456789"
+    args = ("--token", token) if via == "option" else ()
+    env = {"MINDSTORE_MCP_TOKEN": token} if via == "environment" else {}
+    proc, port, lines = await start_http(setup, *args, env=env)
+    try:
+        assert token not in "\n".join(lines)  # a given token is not echoed
+        assert await asyncio.to_thread(post_status, port, {}) == 401
+        async with asyncio.timeout(120), client_with(port, token) as client:
+            assert (await client.read_resource("mindstore://blocks/soul")).contents
+    finally:
+        err = await stop(proc)
+    assert token.encode() not in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--token", "short"], "16 to 256 characters"),
+        (["--token", "has spaces in it but long enough"], "16 to 256 characters"),
+        (["--token", "a-given-token_0123456789"], "--token is for --http"),
+    ],
+)
+def test_bad_token_is_a_usage_error(tmp_path: Path, args: list[str], message: str) -> None:
+    db = tmp_path / "never.db"
+    http = [] if "--token is for --http" in message else ["--http"]
+    done = subprocess.run(
+        [sys.executable, "-m", "mindstore", "--db", str(db), "mcp", *http, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and message in lines[0], lines
+    assert not db.exists()
 
 
 @pytest.mark.parametrize(

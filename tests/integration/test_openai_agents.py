@@ -40,7 +40,12 @@ from openai.types.responses import (
 from openai_agents_items import ALL_ITEMS
 
 from backends import drop_schema, new_schema_name, postgres_url_or_skip
-from mindstore import InvalidMessageError, Session, create_compact_function
+from mindstore import (
+    InvalidMessageError,
+    Session,
+    UnserialisableValueError,
+    create_compact_function,
+)
 from mindstore.formats import to_anthropic, to_openai_chat, to_openai_responses
 from mindstore.integrations.openai_agents import MindstoreSession
 from mindstore.integrations.openai_items import ITEM_KEY
@@ -388,3 +393,124 @@ def test_import_without_the_extra_names_it() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     ).stdout
     assert out.startswith("MissingDependencyError") and "mindstore[openai-agents]" in out
+
+
+async def _pop_all(session: MindstoreSession) -> list[Any]:
+    """Pop until empty, checking at each step that exactly the last item left."""
+    popped: list[Any] = []
+    while True:
+        before = await session.get_items()
+        item = await session.pop_item()
+        after = await session.get_items()
+        if item is None:
+            assert before == after == []
+            return popped
+        assert item == before[-1]
+        assert after == before[:-1]  # the others stay
+        for limit in (1, 2, 3):  # a window that starts inside a shortened run reads the same
+            assert await session.get_items(limit=limit) == (after[-limit:] if after else [])
+        popped.append(item)
+
+
+async def test_pop_item_of_a_multi_item_message_removes_only_that_item(store: Store) -> None:
+    cs = MindstoreSession("multi", store)
+    await cs.add_items([{"role": "user", "content": "hello"}])
+    await Session.create(store, "multi").append_message(
+        {
+            "role": "assistant",
+            "parts": [
+                {"type": "text", "text": "from mindstore"},
+                {"type": "tool-x", "toolCallId": "t1", "state": "output-available",
+                 "input": {"a": 1}, "output": "done"},
+            ],
+        }
+    )  # fmt: skip
+    items = await cs.get_items()
+    assert len(items) == 4
+    assert await cs.pop_item() == items[-1]
+    assert await cs.get_items() == items[:-1]
+    # The stored message lost just the result: search and the converters see the call.
+    leaf = await cs.session.get_latest_leaf()
+    assert leaf is not None
+    assert leaf["parts"][1]["state"] == "input-available"
+    assert "output" not in leaf["parts"][1]
+    assert await cs.get_items(limit=2) == items[1:3]
+    # A new turn after the pop reads after the shortened message.
+    await cs.add_items([{"role": "user", "content": "next"}])
+    assert await cs.get_items() == [*items[:-1], {"role": "user", "content": "next"}]
+    assert await _pop_all(cs) == [{"role": "user", "content": "next"}, *items[-2::-1]]
+    assert await cs.session.get_history() == []
+
+
+async def test_pop_item_of_results_answering_an_earlier_message(store: Store) -> None:
+    # An imported conversation: the calls in one message, their results in the next.
+    session = Session.create(store, "imported")
+    await session.append_message({"role": "user", "parts": [{"type": "text", "text": "q"}]})
+    await session.append_message(
+        {
+            "role": "assistant",
+            "parts": [
+                {"type": "tool-x", "toolCallId": f"t{i}", "state": "input-available",
+                 "input": {"a": i}}
+                for i in (1, 2)
+            ],
+        }
+    )  # fmt: skip
+    await session.append_message(
+        {
+            "role": "tool",
+            "parts": [
+                {"type": "tool-x", "toolCallId": f"t{i}", "state": "output-available",
+                 "input": None, "output": i}
+                for i in (1, 2)
+            ],
+        }
+    )  # fmt: skip
+    cs = MindstoreSession("imported", store)
+    items = await cs.get_items()
+    assert [i.get("type", "message") for i in items] == [
+        "message", "function_call", "function_call", "function_call_output",
+        "function_call_output",
+    ]  # fmt: skip
+    assert await _pop_all(cs) == items[::-1]
+    assert await session.get_history() == []
+
+
+async def test_concurrent_pop_items_return_different_items(store: Store) -> None:
+    cs = MindstoreSession("race", store)
+    await Session.create(store, "race").append_message(
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "text": f"part {i}"} for i in range(6)],
+        }
+    )
+    items = await cs.get_items()
+    assert len(items) == 6
+    others = [MindstoreSession("race", store) for _ in range(3)]
+    popped = await asyncio.gather(*(s.pop_item() for s in [cs, *others]))
+    assert sorted(map(json.dumps, popped)) == sorted(map(json.dumps, items[-4:]))
+    assert await cs.get_items() == items[:2]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"role": "user", "content": object()},
+     {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}", "x": {1, 2}},
+     {"role": "user", "content": [{"type": "input_text", "text": b"bytes"}]},
+     {"type": "function_call_output", "call_id": "c", "output": {(1, 2): "tuple key"}}],
+)  # fmt: skip
+async def test_unserialisable_items_raise_what_the_sdk_raises(
+    store: Store, bad: Any, tmp_path: Any
+) -> None:
+    # The SDK's own session raises TypeError for such an item: so do we (and it is still an
+    # InvalidMessageError); nothing of the batch is written.
+    theirs = SQLiteSession("t", str(tmp_path / "sdk.db"))
+    with pytest.raises(TypeError):
+        await theirs.add_items([bad])
+    ours = MindstoreSession("unserialisable", store)
+    with pytest.raises(TypeError) as caught:
+        await ours.add_items([{"role": "user", "content": "fine"}, bad])
+    assert isinstance(caught.value, InvalidMessageError)
+    assert isinstance(caught.value, UnserialisableValueError)
+    assert await ours.get_items() == []
+    assert await ours.session.get_history() == []

@@ -234,6 +234,30 @@ def test_prompt_tool_json_truncated_to_500_chars() -> None:
     assert "object at 0x" not in prompt
 
 
+def test_prompt_labels_tool_lines_once() -> None:
+    """Regression: a result message (role "tool") read ``[tool tool set_context]``."""
+    call = {
+        "id": "a",
+        "role": "assistant",
+        "parts": [
+            {"type": "tool-set_context", "toolCallId": "c", "state": "input-available",
+             "input": {"label": "memory"}}
+        ],
+    }  # fmt: skip
+    result = {
+        "id": "t",
+        "role": "tool",
+        "parts": [
+            {"type": "tool-set_context", "toolCallId": "c", "state": "output-available",
+             "input": None, "output": "ok"}
+        ],
+    }  # fmt: skip
+    lines = build_summary_prompt([call, result], target_tokens=100).splitlines()
+    assert any(ln.startswith("[assistant tool set_context] input: ") for ln in lines)
+    assert any(ln.startswith("[tool set_context] input: null output: ") for ln in lines)
+    assert not any("tool tool" in ln for ln in lines)
+
+
 async def test_previous_summary_of_this_path_is_updated_not_resummarised() -> None:
     rec = Recorder()
     fn = create_compact_function(summarize=rec, protect_head=3, tail_token_budget=0)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mindstore.errors import InvalidMessageError
+from mindstore.errors import InvalidMessageError, UnserialisableValueError
 from mindstore.messages import (
     dumps,
     is_tool_part,
@@ -94,6 +94,27 @@ def test_malformed_messages_name_the_field(message: Any, field: str) -> None:
 def test_invalid_message_error_is_a_value_error() -> None:
     with pytest.raises(ValueError):
         validate_message({"role": "nobody", "parts": []})
+
+
+@pytest.mark.parametrize(
+    "value", [object(), {1, 2}, b"bytes", {(1, 2): "tuple key"}, {"k": [Exception("x")]}]
+)
+def test_a_value_json_cannot_hold_is_also_a_type_error(value: Any) -> None:
+    message = {"role": "user", "parts": [{"type": "data-x", "data": value}]}
+    with pytest.raises(TypeError):
+        json.dumps(value)  # what the standard library raises for it
+    with pytest.raises(UnserialisableValueError) as caught:
+        validate_message(message)
+    assert isinstance(caught.value, TypeError)
+    assert isinstance(caught.value, InvalidMessageError)
+    assert "message.parts[0].data" in str(caught.value)
+
+
+def test_nan_stays_a_value_error_only() -> None:
+    message = {"role": "user", "parts": [{"type": "data-x", "data": math.nan}]}
+    with pytest.raises(InvalidMessageError) as caught:
+        validate_message(message)
+    assert not isinstance(caught.value, TypeError)
 
 
 def test_deep_nesting_is_refused() -> None:

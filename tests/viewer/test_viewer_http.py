@@ -219,6 +219,40 @@ def test_superseded_and_reverted_overlays_are_marked(tmp_path: Path) -> None:
         assert "superseded by #2" in html and "summarised by #2" in html
 
 
+def test_a_block_without_max_tokens_shows_its_default_cap(tmp_path: Path) -> None:
+    """Regression: a writable block configured without max_tokens showed "no budget", yet
+    writes past DEFAULT_BLOCK_MAX_TOKENS are refused."""
+    from mindstore.context.session_context import DEFAULT_BLOCK_MAX_TOKENS
+    from mindstore.session import Session
+    from mindstore.store.sqlite import SQLiteStore
+
+    db = tmp_path / "cap.db"
+
+    async def build() -> None:
+        async with SQLiteStore(db) as store:
+            s = (
+                Session.create(store, "s")
+                .with_context("notes")
+                .with_context("tight", max_tokens=50)
+                .with_cached_prompt()
+            )
+            await s.append_message({"role": "user", "parts": [{"type": "text", "text": "hi"}]})
+            await s.replace_context_block("notes", "a few notes")
+            await s.replace_context_block("tight", "short")
+            await s.freeze_system_prompt()
+
+    run_async(build())
+    with ViewerServer(str(db)) as server:
+        blocks = {b["label"]: b for b in api(server.url, "/api/blocks?id=s")["blocks"]}
+        notes, tight = blocks["notes"], blocks["tight"]
+        assert (notes["max_tokens"], notes["default_cap"]) == (DEFAULT_BLOCK_MAX_TOKENS, True)
+        assert notes["usage"] == round(notes["tokens"] / DEFAULT_BLOCK_MAX_TOKENS, 4)
+        assert (tight["max_tokens"], tight["default_cap"]) == (50, False)
+        html = request(server.url, "/blocks?id=s")[2].decode()
+    assert "no budget" not in html
+    assert f"/ {DEFAULT_BLOCK_MAX_TOKENS} tokens" in html and html.count("default cap") == 1
+
+
 # ---- security --------------------------------------------------------------------------------
 
 

@@ -87,12 +87,10 @@ def test_overlays_fold_into_summaries_and_raw_shows_every_message() -> None:
     summary = view["items"][0]
     assert summary["covered_count"] == 4 and summary["covered_tokens"] == 40
     assert [m["id"] for m in summary["covered"]] == ["u1", "a1", "u2", "a2b"]
-    # the superseded and the reverted overlay are marked where they start and end
+    # the superseded overlay is marked where it starts and ends; the reverted c3 ends on the
+    # other branch (a2), so it covers nothing of this path and is not marked on it
     a1 = summary["covered"][1]
-    assert a1["overlay_marks"] == [
-        {"compaction": 1, "status": "superseded", "edge": "from"},
-        {"compaction": 3, "status": "reverted", "edge": "from"},
-    ]
+    assert a1["overlay_marks"] == [{"compaction": 1, "status": "superseded", "edge": "from"}]
     assert view["items"][1]["running_tokens"] == summary["tokens"] + 10
     status = {c["id"]: (c["status"], c["applied"]) for c in view["compactions"]}
     assert status == {1: ("superseded", False), 2: ("active", True), 3: ("reverted", False)}
@@ -102,6 +100,27 @@ def test_overlays_fold_into_summaries_and_raw_shows_every_message() -> None:
     # on the other branch c2 does not apply; the superseded c1 does (its range is there)
     other = session_view(TREE, [c1, c2, c3], "u3", leaf="a2")
     assert ids(other) == ["u1", "c1", "a2"]
+
+
+def test_an_overlay_of_another_branch_is_not_shown_active_on_this_one() -> None:
+    """Regression: c2 (u1..a2b) was listed and marked "active" on the path to a2, which it
+    does not cover (it only shares u1..u2 with it)."""
+    c2 = comp(2, "u1", "a2b")
+    c1 = comp(1, "a1", "a1")  # on both paths; on the path to u3 the newer c2 covers it
+    here = session_view(TREE, [c1, c2], "u3", leaf="a2", raw=True)
+    status = {c["id"]: (c["status"], c["status_here"], c["applied"]) for c in here["compactions"]}
+    assert status == {2: ("active", "other branch", False), 1: ("active", "active", True)}
+    assert all(mark["compaction"] != 2 for item in here["items"] for mark in item["overlay_marks"])
+    assert here["items"][1]["overlay_marks"] == [
+        {"compaction": 1, "status": "active", "edge": "from"},
+        {"compaction": 1, "status": "active", "edge": "to"},
+    ]
+    latest = session_view(TREE, [c1, c2], "u3", raw=True)
+    status = {c["id"]: c["status_here"] for c in latest["compactions"]}
+    assert status == {1: "not applied", 2: "active"}  # c1 lies inside the newer c2 here
+    assert latest["items"][0]["overlay_marks"] == [
+        {"compaction": 2, "status": "active", "edge": "from"}
+    ]
 
 
 def test_window_defaults_to_the_end_and_focus_opens_its_summary() -> None:

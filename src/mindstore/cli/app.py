@@ -16,7 +16,8 @@ Thin over the public API: every command opens the store named by ``--db`` (a pat
 ``MINDSTORE_DB``, default ``./mindstore.db``), calls the library and prints the result — rich
 tables and colour on a terminal, plain text when piped, JSON with ``--json``.
 
-Exit codes: 0 success; 1 error (one line on stderr, no traceback); 2 usage error.
+Exit codes: 0 success (also when the output pipe closes early: `| head` stops quietly, as with
+``git``); 1 error (one line on stderr, no traceback); 2 usage error.
 Arguments (namespace, session ids, message ids) are checked before the store is opened.
 Read commands open a SQLite file read-only: they never create, migrate or change a file, and a
 missing or empty file is "no mindstore database". Human output shows control characters in
@@ -62,10 +63,10 @@ class _Group(click.Group):
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except BrokenPipeError:
-            # Output piped into `head` and the like: stop quietly.
+            # Output piped into `head` and the like: stop quietly, as git does (exit 0).
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
-            raise click.exceptions.Exit(1) from None
+            raise click.exceptions.Exit(0) from None
         except MindstoreError as exc:
             # Driver messages can span lines; the contract is one line on stderr.
             raise CliError(" ".join(str(exc).split())) from None

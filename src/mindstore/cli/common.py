@@ -144,14 +144,22 @@ def json_option(fn: Callable[..., Any]) -> Callable[..., Any]:
 # ---- output ----------------------------------------------------------------------------------
 
 
+class _Console(Console):
+    """A rich console that leaves a closed output pipe to the command group (which exits 0
+    quietly, as ``git`` does) instead of rich's own ``SystemExit(1)``."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
+
+
 class Out:
     """Where human output goes: rich on a terminal, plain text when piped."""
 
     def __init__(self) -> None:
-        self.console = Console(highlight=False)
+        self.console: Console = _Console(highlight=False)
         self.terminal = self.console.is_terminal
         if not self.terminal:
-            self.console = Console(highlight=False, soft_wrap=True, no_color=True, width=10_000)
+            self.console = _Console(highlight=False, soft_wrap=True, no_color=True, width=10_000)
         self.err = Console(stderr=True, highlight=False, markup=False)
 
     def json(self, value: Any) -> None:

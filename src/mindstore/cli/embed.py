@@ -6,6 +6,8 @@ and ``search --mode semantic|hybrid`` use the same vectors when given the same s
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import click
 from rich.console import Console
 from rich.progress import (
@@ -22,6 +24,7 @@ from rich.text import Text
 from mindstore.embeddings import Embedder, OpenAIEmbedder, default_embedder
 
 from .common import CliError, Out, current_env, json_option, opened, run
+from .progress import EmbedPhases, show
 
 __all__ = ["cli_embedder", "embed", "embedder_option"]
 
@@ -32,10 +35,25 @@ def cli_embedder(spec: str) -> Embedder:
     if spec == "default":
         return default_embedder()
     if spec.startswith("openai:") and len(spec) > len("openai:"):
-        model, _, dims = spec[len("openai:") :].partition("@")
+        model, at, dims = spec[len("openai:") :].partition("@")
+        if at and not (dims.isascii() and dims.isdigit() and int(dims) > 0):
+            raise CliError(
+                f"--embedder {spec}: the dimensions after '@' must be a positive whole number "
+                f"(openai:{model or 'MODEL'}@N)"
+            )
+        if not model:
+            raise CliError(f"--embedder {spec}: name the model (openai:MODEL or openai:MODEL@N)")
         try:
             return OpenAIEmbedder(model, dimensions=int(dims) if dims else None)
         except ValueError as exc:
+            if not dims:
+                # The only refusal of a named model without dimensions: they are unknown. The
+                # library says "pass dimensions=N"; on the command line they are in the spec.
+                raise CliError(
+                    f"--embedder {spec}: the dimensions of model {model!r} are unknown; name "
+                    f"them as openai:{model}@N (N: the length of the vectors the endpoint "
+                    "returns)"
+                ) from None
             raise CliError(f"--embedder {spec}: {exc}") from None
     raise CliError(
         f"--embedder {spec!r}: use 'default' (offline, the embeddings extra) or "
@@ -81,16 +99,21 @@ def embed(rebuild: bool, batch_size: int, embedder_spec: str) -> None:
                 done = await store.embed_pending(batch_size=batch_size)  # type: ignore[attr-defined]
                 return done, dropped
             columns = (
-                TextColumn("embedding"),
+                TextColumn("{task.description}"),
                 BarColumn(),
                 MofNCompleteColumn(),
                 _RateColumn(),
                 TimeRemainingColumn(),
             )
+            phases = EmbedPhases(total, batch_size)
             with Progress(*columns, console=err, transient=True) as bar:
-                task = bar.add_task("embedding", total=total)
+                task = bar.add_task("", **asdict(phases.start()))
+
+                def on_progress(n: int) -> None:
+                    show(bar, task, phases.progress(n))
+
                 done = await store.embed_pending(  # type: ignore[attr-defined]
-                    batch_size=batch_size, progress=lambda n: bar.advance(task, n)
+                    batch_size=batch_size, progress=on_progress
                 )
             return done, dropped
 

@@ -1,15 +1,19 @@
 """Whole-store commands: ``stats`` (row counts) and ``reindex`` (rebuild the search index).
 
 Both act on every namespace of the store. ``stats`` is a read command; ``reindex`` writes, and
-shows a progress bar on a terminal (never with ``--json`` or when stderr is piped).
+shows a progress bar on a terminal (never with ``--json`` or when stderr is piped) that names
+its phases (:mod:`.progress`): clearing, indexing N documents, writing the index.
 """
 
 from __future__ import annotations
+
+from dataclasses import asdict
 
 import click
 from rich.console import Console
 
 from .common import Out, current_env, json_option, opened, run
+from .progress import ReindexPhases, show
 
 __all__ = ["reindex", "stats"]
 
@@ -28,13 +32,28 @@ def reindex() -> None:
         async with opened(env) as store:
             if not Console(stderr=True).is_terminal or env.json:
                 return await store.reindex()
-            from rich.progress import Progress
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
 
-            with Progress(console=Console(stderr=True), transient=True) as bar:
-                task = bar.add_task("reindexing", total=None)
-                return await store.reindex(
-                    progress=lambda done, total: bar.update(task, completed=done, total=total)
-                )
+            phases = ReindexPhases()
+            columns = (
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+            )
+            with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+                task = bar.add_task("", **asdict(phases.start()))
+
+                def on_progress(done: int, total: int) -> None:
+                    show(bar, task, phases.progress(done, total))
+
+                return await store.reindex(progress=on_progress)
 
     count = run(go())
     out = Out()

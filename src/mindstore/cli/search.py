@@ -3,7 +3,8 @@
 ``--mode lexical`` (the default) parses the query with :func:`mindstore.search.parse_query` and
 asks the store (:meth:`~mindstore.store.base.Store.search`); ``semantic`` and ``hybrid`` go
 through :meth:`mindstore.SessionManager.search` with the embedder named by ``--embedder``
-(the vectors written by ``mindstore embed``). Nothing crosses the namespace.
+(the vectors written by ``mindstore embed``). Nothing crosses the namespace. A ``--session``
+that does not exist in the namespace is an error naming it (exit 1), not "no results".
 """
 
 from __future__ import annotations
@@ -14,12 +15,29 @@ import click
 
 from mindstore.manager import SessionManager
 from mindstore.search import parse_query
+from mindstore.store.base import SessionKey, Store
 
-from .common import Env, Out, checked_name, current_env, json_option, namespace_of, opened, run
+from .common import (
+    Env,
+    Out,
+    checked_name,
+    current_env,
+    json_option,
+    namespace_of,
+    opened,
+    require_session,
+    run,
+)
 from .embed import cli_embedder, embedder_option
 from .render import role_text, shorten
 
 __all__ = ["search"]
+
+
+async def _require_sessions(store: Store, namespace: str, session_ids: list[str]) -> None:
+    """An unknown ``--session`` is an error naming it, not "no results"."""
+    for sid in session_ids:
+        await require_session(store, SessionKey(namespace=namespace, session_id=sid))
 
 
 async def _semantic_search(
@@ -34,6 +52,7 @@ async def _semantic_search(
 ) -> tuple[list[Any], int]:
     """The results, and when there are none, how many messages have no vector yet."""
     async with opened(env, read_only=True, embedder=cli_embedder(spec)) as store:
+        await _require_sessions(store, namespace, session_ids or [])
         manager = SessionManager(store, namespace=namespace)
         found = await manager.search(
             query, limit=limit, session_ids=session_ids, match=match, mode=mode
@@ -90,6 +109,7 @@ def search(
                 "all" if match_all else "any",
             )
         async with opened(env, read_only=True) as store:
+            await _require_sessions(store, namespace, list(session_ids))
             parsed = parse_query(query, "all" if match_all else "any")
             if parsed.empty:
                 return [], 0

@@ -180,7 +180,9 @@ def render_message(message: Mapping[str, Any]) -> str:
                 lines.append(f"[{tag}] {text.strip()}")
         elif is_tool_part(part) or "toolCallId" in part:
             name = tool_name(part) if is_tool_part(part) else str(ptype)
-            bits = [f"[{role} tool {name}]"]
+            # A result message's role is already "tool": "[tool set_context]", not
+            # "[tool tool set_context]"; a call in an assistant turn: "[assistant tool …]".
+            bits = [f"[tool {name}]" if role == "tool" else f"[{role} tool {name}]"]
             if "input" in part:
                 bits.append(f"input: {_clip(_json(part['input']))}")
             if "output" in part:

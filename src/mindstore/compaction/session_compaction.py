@@ -35,13 +35,25 @@ Invariants:
   state lives in the store next to the estimate, and the condition is reported once per
   episode (``on_compaction_error`` handler, else a logged warning). A compaction that gets
   below the threshold — or any manual one — ends the episode.
+* A failing compaction (the summariser raised: a model API outage) backs off the same way:
+  after each failure the next attempt waits until the context has grown by the margin,
+  which doubles with each further failure; each failure is reported once — to the handler,
+  else as one logged ``ERROR`` line naming the error and the next attempt (the traceback
+  only at ``DEBUG``). So an outage costs a few calls, not one per append.
+* ``compact_after(..., background=True)`` moves the check and the compaction off the append
+  path: ``after_append`` only records the new leaf and returns; one task per store and
+  session (whichever ``Session`` object appended; on the loop of the append) checks the newest
+  recorded leaf, again after it finishes when more appends came meanwhile. ``wait()`` waits
+  for it, :func:`wait_background_compactions` for every one of a store (or namespace).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mindstore._async import maybe_await
@@ -53,7 +65,13 @@ from mindstore.messages import validate_id
 from mindstore.store.base import Compaction, SessionKey, Store, TokenEstimate
 from mindstore.tokens import Tokenizer, estimate_message_tokens, estimate_string_tokens
 
-__all__ = ["BACKOFF_FRACTION", "Compactor", "SystemPrompt", "summary_has_content"]
+__all__ = [
+    "BACKOFF_FRACTION",
+    "Compactor",
+    "SystemPrompt",
+    "summary_has_content",
+    "wait_background_compactions",
+]
 
 logger = logging.getLogger("mindstore")
 
@@ -73,6 +91,49 @@ def summary_has_content(summary: str) -> bool:
         if _CONTENT.search(line):
             return True
     return False
+
+
+@dataclass(slots=True)
+class _Background:
+    """The background compaction of one session of one store: the task, and the newest leaf
+    appended since it last looked (it checks that one next)."""
+
+    task: asyncio.Task[None] | None = None
+    queued: str | None = None
+
+
+# One background task per (store, session) whichever Session object appended — a server that
+# builds a Session per request must not start one compaction per request. Entries go when their
+# task ends; the store's id() cannot be reused while the task holds the store.
+_BACKGROUND: dict[tuple[int, SessionKey], _Background] = {}
+
+
+def _slot_key(store: Store, key: SessionKey) -> tuple[int, SessionKey]:
+    return (id(store), key)
+
+
+async def _wait_for(match: Callable[[tuple[int, SessionKey]], bool]) -> None:
+    loop = asyncio.get_running_loop()
+    while True:
+        tasks = {
+            slot.task
+            for key, slot in list(_BACKGROUND.items())
+            if match(key)
+            and slot.task is not None
+            and not slot.task.done()
+            and slot.task.get_loop() is loop
+        }
+        if not tasks:
+            return
+        await asyncio.wait(tasks)
+
+
+async def wait_background_compactions(store: Store, namespace: str | None = None) -> None:
+    """Return once no background compaction (``compact_after(..., background=True)``) of
+    ``store`` — of ``namespace`` only, when given — is running."""
+    await _wait_for(
+        lambda k: k[0] == id(store) and (namespace is None or k[1].namespace == namespace)
+    )
 
 
 class SystemPrompt(Protocol):
@@ -109,6 +170,7 @@ class Compactor:
         # run-time state
         self._prompt_tokens: tuple[str, int] | None = None
         self._auto_compacting = False
+        self._background = False
 
     # ---- configuration (no I/O) -------------------------------------------------------------
     def on_compaction(self, fn: Callable[..., Any]) -> None:
@@ -116,13 +178,29 @@ class Compactor:
             raise TypeError("on_compaction takes a callable fn(messages, context)")
         self._fn = fn
 
-    def compact_after(self, threshold: int, token_counter: Callable[..., Any] | None) -> None:
+    def compact_after(
+        self,
+        threshold: int,
+        token_counter: Callable[..., Any] | None,
+        *,
+        background: bool = False,
+    ) -> None:
         if isinstance(threshold, bool) or not isinstance(threshold, int | float) or threshold <= 0:
             raise ValueError("compact_after threshold must be a positive number of tokens")
         if token_counter is not None and not callable(token_counter):
             raise TypeError("token_counter must be a callable counter(messages, system_prompt)")
+        if not isinstance(background, bool):
+            raise TypeError(f"background must be True or False, got {background!r:.40}")
         self._threshold = threshold
         self._token_counter = token_counter
+        self._background = background
+
+    @property
+    def running(self) -> bool:
+        """Whether a background compaction check of this session is under way (started by
+        this or another ``Session`` object of the same store and session)."""
+        slot = _BACKGROUND.get(_slot_key(self._store, self._key))
+        return slot is not None and slot.task is not None and not slot.task.done()
 
     def on_compaction_error(self, handler: Callable[[BaseException], Any | Awaitable[Any]]) -> None:
         if not callable(handler):
@@ -133,26 +211,87 @@ class Compactor:
     async def after_append(self, message: dict[str, Any]) -> None:
         """The automatic compaction check after a fresh insert of ``message`` (call it after
         every append that inserted; for a batch, once with its last new message). Never
-        raises: errors go to the ``on_compaction_error`` handler, else the log."""
+        raises: errors go to the ``on_compaction_error`` handler, else the log. With
+        ``background=True`` it only schedules the check and returns at once."""
+        if self._threshold is None:
+            return
+        mid = str(message["id"])
+        if not self._background:
+            await self._check(mid)
+            return
+        key = _slot_key(self._store, self._key)
+        loop = asyncio.get_running_loop()
+        slot = _BACKGROUND.get(key)
+        if slot is None or (slot.task is not None and slot.task.get_loop() is not loop):
+            # (a task of a loop that is gone — or another one — is not this loop's to join)
+            slot = _BACKGROUND[key] = _Background()
+        slot.queued = mid
+        if slot.task is None or slot.task.done():
+            task = loop.create_task(
+                self._drain(slot), name=f"mindstore compaction of {self._key.session_id!r}"
+            )
+            slot.task = task
+
+            def forget(done: asyncio.Task[None]) -> None:
+                if _BACKGROUND.get(key) is slot and slot.task is done:
+                    del _BACKGROUND[key]
+
+            task.add_done_callback(forget)
+
+    async def wait(self) -> None:
+        """Return once no background compaction check of this session is running (each one's
+        errors went to the handler or the log). Cancelling the wait does not cancel it."""
+        await _wait_for(lambda k: k == _slot_key(self._store, self._key))
+
+    async def _drain(self, slot: _Background) -> None:
+        while (mid := slot.queued) is not None:
+            slot.queued = None
+            await self._check(mid)
+
+    async def _check(self, mid: str) -> None:
         threshold = self._threshold
         if threshold is None or self._auto_compacting:
             return
         try:
-            mid = str(message["id"])
             before = await self._store.token_estimate(self._key)
-            tokens, _ = await self._measure(mid, before)
+            tokens, path_tokens = await self._measure(mid, before)
             floor = before.floor if before is not None else None
             if tokens <= max(threshold, floor or 0):
                 return
             self._auto_compacting = True
             try:
                 stored = await self.compact(leaf_id=mid)
+            except Exception as exc:
+                next_floor = await self._back_off_after_failure(mid, tokens, path_tokens)
+                await self._report_failure(exc, next_floor)
+                return
             finally:
                 self._auto_compacting = False
             if stored is not None:
                 await self._after_auto_compaction(mid, threshold, before)
         except Exception as exc:
             await self._report_error(exc)
+
+    async def _back_off_after_failure(self, mid: str, tokens: int, path_tokens: int) -> int | None:
+        """After a failed compaction (which changed nothing): wait until the context exceeds
+        ``tokens`` plus a margin that doubles with each failure in a row. Returns that floor,
+        or None when it could not be recorded (a concurrent write changed the path)."""
+        est = await self._store.token_estimate(self._key)
+        if est is None:
+            return None
+        assert self._threshold is not None
+        base = max(1, int(self._threshold * BACKOFF_FRACTION))
+        margin = base if est.margin is None else est.margin * 2
+        floor = tokens + margin
+        written = await self._store.set_token_estimate(
+            self._key,
+            leaf_id=mid,
+            tokens=path_tokens,
+            version=est.version,
+            floor=floor,
+            margin=margin,
+        )
+        return floor if written else None
 
     async def _measure(
         self, mid: str, est: TokenEstimate | None, *, force: bool = False
@@ -381,6 +520,24 @@ class Compactor:
             await maybe_await(handler(exc))
         except Exception:
             logger.exception("the on_compaction_error handler itself raised")
+
+    async def _report_failure(self, exc: BaseException, floor: int | None) -> None:
+        """One report per failed compaction: to the handler, else one logged line."""
+        if self._error_handler is not None or floor is None:
+            await self._report_error(exc)
+            return
+        logger.error(
+            "automatic compaction of session %r (namespace %r) failed, the message was "
+            "stored: %s: %s; next attempt once the context exceeds %d tokens (the margin "
+            "doubles with each failure). Register session.on_compaction_error(handler) to "
+            "handle this.",
+            self._key.session_id,
+            self._key.namespace,
+            type(exc).__name__,
+            str(exc)[:300],
+            floor,
+        )
+        logger.debug("the failed automatic compaction's traceback", exc_info=exc)
 
     async def _report_error(self, exc: BaseException) -> None:
         handler = self._error_handler

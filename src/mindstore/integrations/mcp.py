@@ -16,18 +16,25 @@ serves one session of one namespace of a store:
   content (reads are live: a write shows at once, while the frozen prompt does not change).
 
 Transports: stdio (:func:`serve_stdio`, the default) or streamable HTTP on 127.0.0.1
-(:func:`serve_http`, path ``/mcp``), with the SDK's DNS-rebinding protection for loopback.
+(:func:`serve_http`, path ``/mcp``), with the SDK's DNS-rebinding protection for loopback and a
+required bearer token: on a machine shared with other users any local process can reach a
+loopback port, and the tools write memory. Every HTTP request must carry ``Authorization:
+Bearer <token>`` (compared in constant time); anything else is answered ``401`` before it
+reaches the MCP app.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hmac
+import re
+import secrets
 from collections.abc import Callable
 from typing import Any, Final
 from urllib.parse import quote, unquote
 
 from mindstore.context.providers import FileSkillProvider, StaticProvider, StoreSearchProvider
-from mindstore.errors import MissingDependencyError
+from mindstore.errors import MindstoreError, MissingDependencyError
 from mindstore.integrations.mcp_config import BlockConfig, ServerConfig
 from mindstore.manager import SessionManager
 from mindstore.session import Session
@@ -42,7 +49,16 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised by tests/meta/test_extras.py
     raise MissingDependencyError("mcp", "mcp") from exc
 
-__all__ = ["PROMPT_URI", "MemoryServer", "build_session", "create_server", "serve_http"]
+__all__ = [
+    "PROMPT_URI",
+    "BearerTokenGuard",
+    "MemoryServer",
+    "build_session",
+    "check_token",
+    "create_server",
+    "new_token",
+    "serve_http",
+]
 
 PROMPT_URI: Final = "mindstore://prompt"
 BLOCK_URI_PREFIX: Final = "mindstore://blocks/"
@@ -187,27 +203,96 @@ async def serve_stdio(server: Server[Any]) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
+_TOKEN_RULE: Final = re.compile(r"[A-Za-z0-9._~-]{16,256}")  # as `mindstore serve --token`
+
+
+def new_token() -> str:
+    """A fresh random bearer token (43 URL-safe characters, 256 bits)."""
+    return secrets.token_urlsafe(32)
+
+
+def check_token(token: str) -> str:
+    """Return ``token`` if it is usable as a bearer token, else raise saying how to make one.
+
+    Raises:
+        MindstoreError: shorter than 16 or longer than 256 characters, or a character outside
+            ``A-Z a-z 0-9 . _ ~ -``.
+    """
+    if not isinstance(token, str) or not _TOKEN_RULE.fullmatch(token):
+        raise MindstoreError(
+            "--token must be 16 to 256 characters from A-Z a-z 0-9 . _ ~ - "
+            '(make one with: python -c "import secrets; print(secrets.token_urlsafe())"), '
+            "or leave it out and one is generated"
+        )
+    return token
+
+
+class BearerTokenGuard:
+    """ASGI middleware: an HTTP request without ``Authorization: Bearer <token>`` gets ``401``
+    (with ``WWW-Authenticate: Bearer``) and never reaches the wrapped app; lifespan events pass
+    through."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self._expected = f"Bearer {check_token(token)}".encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") in ("http", "websocket"):
+            given = b""
+            for name, value in scope.get("headers") or ():
+                if name.lower() == b"authorization":
+                    given = bytes(value)
+                    break
+            if not hmac.compare_digest(given, self._expected):
+                await _unauthorized(scope, send)
+                return
+        await self.app(scope, receive, send)
+
+
+async def _unauthorized(scope: Any, send: Any) -> None:
+    body = b"this MCP server needs its token: send 'Authorization: Bearer <token>'\n"
+    if scope["type"] == "websocket":
+        await send({"type": "websocket.close", "code": 1008})
+        return
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(body)).encode()),
+                (b"www-authenticate", b'Bearer realm="mindstore"'),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
 async def serve_http(
     server: Server[Any],
     *,
     port: int,
+    token: str,
     host: str = "127.0.0.1",
     announce: Callable[[], object] | None = None,
 ) -> None:
-    """Serve streamable HTTP at ``http://<host>:<port>/mcp`` until cancelled; ``announce()``
-    once the port is known to be free.
+    """Serve streamable HTTP at ``http://<host>:<port>/mcp`` until cancelled, answering only
+    requests that carry ``Authorization: Bearer <token>``; ``announce()`` once the port is
+    known to be free.
 
     Raises:
-        MindstoreError: the port cannot be bound (another program listens on it).
+        MindstoreError: the port cannot be bound (another program listens on it), or the
+            token is not usable (see :func:`check_token`).
     """
     import uvicorn
 
     from mindstore._ports import check_port
 
+    check_token(token)
     check_port(host, port)
     if announce is not None:
         announce()
-    app = server.streamable_http_app(host=host)
+    app = BearerTokenGuard(server.streamable_http_app(host=host), token)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     with contextlib.suppress(KeyboardInterrupt):
         await uvicorn.Server(config).serve()

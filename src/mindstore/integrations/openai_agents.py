@@ -20,12 +20,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from mindstore.errors import MessageNotFoundError, MissingDependencyError
+from mindstore.errors import MissingDependencyError
 from mindstore.formats._reply import as_dict
 from mindstore.integrations.openai_items import (
     call_names_of,
     item_message,
     items_of,
+    pop_plan,
+    run_start,
     tool_call_names,
     unnamed_outputs,
 )
@@ -177,16 +179,34 @@ class MindstoreSession:
         return await self._mutate(self._pop_item)
 
     async def _pop_item(self) -> Any | None:
+        # One transaction holding the session's lock: the item read is the item removed, and
+        # a concurrent pop_item waits and then takes the next one.
+        session = self._session
         while True:
-            leaf = await self._session.get_latest_leaf()
-            if leaf is None:
-                return None
-            try:
-                await self._session.delete_messages([leaf["id"]])
-            except MessageNotFoundError:
-                continue  # another writer popped it first: take the next one
-            items = items_of([leaf])
-            return items[-1] if items else None
+            async with session.store.transaction(lock=[session.key]):
+                leaf = await session.get_latest_leaf()
+                if leaf is None:
+                    return None
+                plan = pop_plan(await self._run_of(leaf), leaf)
+                if plan.rewrite is not None:
+                    await session.update_message(plan.rewrite)
+                if plan.delete:
+                    await session.delete_messages(plan.delete)
+            if plan.item is not None:
+                return plan.item
+
+    async def _run_of(self, leaf: dict[str, Any]) -> list[dict[str, Any]]:
+        """A suffix of the path as get_items reads it that holds the whole run ``leaf`` ends
+        (just ``[leaf]`` when a compaction summarises the leaf itself)."""
+        window = 8
+        while True:
+            recent = await self._session.get_recent_history(max_tokens=0, min_messages=window)
+            messages = recent.messages
+            if not messages or messages[-1].get("id") != leaf["id"]:
+                return [leaf]
+            if run_start(messages) is not None or not recent.truncated:
+                return messages
+            window *= 2
 
     async def clear_session(self) -> None:
         """Remove every item (and the session's compactions and search rows)."""

@@ -6,11 +6,19 @@ describe it the way the rest of mindstore understands (text for search and the C
 that pair calls with results for compaction and the converters) and whose
 ``metadata.openaiItem`` keeps the item exactly as given, so :func:`item_of` reads back the very
 same item. The table of what maps to which part is in ``docs/integrations.md``.
+
+Messages written outside the adapter (``Session.append_message``, ``mindstore import``) are read
+as items by converting each run of them together (a result pairs with the call of an earlier
+message). ``pop_item`` removes exactly one item of such a run: it rewrites the run's last
+message without the popped part and pins the run's remaining items on it
+(``metadata.openaiItems = {"items": [...], "over": [ids of the run's earlier messages]}``), so
+the run then reads as exactly those items — see :func:`pop_plan`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from mindstore.errors import InvalidMessageError
@@ -28,15 +36,22 @@ from mindstore.messages import new_message_id
 
 __all__ = [
     "ITEM_KEY",
+    "PIN_KEY",
+    "PopPlan",
     "call_names_of",
     "item_message",
     "items_of",
+    "pop_plan",
+    "run_start",
     "tool_call_names",
     "unnamed_outputs",
 ]
 
 ITEM_KEY = "openaiItem"
 """The ``metadata`` key holding the original item."""
+
+PIN_KEY = "openaiItems"
+"""The ``metadata`` key pinning the remaining items of a run that ``pop_item`` shortened."""
 
 # Client-side calls: item type → tool name of the part; their outputs pair by ``call_id``.
 _CLIENT_CALLS = {
@@ -228,21 +243,50 @@ def tool_call_names(messages: list[dict[str, Any]]) -> dict[str, str]:
     return names
 
 
+def _pin(message: Mapping[str, Any]) -> tuple[list[Any], list[str]] | None:
+    meta = message.get("metadata")
+    pin = meta.get(PIN_KEY) if isinstance(meta, dict) else None
+    if not isinstance(pin, dict):
+        return None
+    items, over = pin.get("items"), pin.get("over")
+    if not isinstance(items, list) or not isinstance(over, list):
+        return None
+    return items, [str(i) for i in over]
+
+
+def _stands_alone(message: Mapping[str, Any]) -> bool:
+    """True for a message that ends a run of converted messages: a kept item, a compaction
+    overlay or a pinned run."""
+    meta = message.get("metadata")
+    if not isinstance(meta, dict):
+        return False
+    return (
+        isinstance(meta.get(ITEM_KEY), dict)
+        or isinstance(meta.get("compaction"), dict)
+        or _pin(message) is not None
+    )
+
+
 def items_of(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The input items of a history: the kept item of each message; a compaction overlay as a
     user message carrying its summary; runs of other messages (appended outside the adapter)
-    converted with :func:`~mindstore.formats.to_openai_responses`."""
+    converted with :func:`~mindstore.formats.to_openai_responses`; a run that ``pop_item``
+    shortened as the items pinned on its last message."""
     out: list[dict[str, Any]] = []
     foreign: list[dict[str, Any]] = []
+    run_start = 0  # index in ``history`` where the current run began
 
     def flush() -> None:
         if foreign:
             out.extend(to_openai_responses(foreign))
             foreign.clear()
 
-    for message in history:
+    for index, message in enumerate(history):
+        if not foreign:
+            run_start = index
         meta = message.get("metadata") or {}
         item = meta.get(ITEM_KEY) if isinstance(meta, dict) else None
+        pin = _pin(message)
         if isinstance(item, dict):
             flush()
             out.append(item)
@@ -252,7 +296,102 @@ def items_of(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 p["text"] for p in message.get("parts", []) if p.get("type") == "text"
             )
             out.append({"role": "user", "content": SUMMARY_PREFIX + text})
+        elif pin is not None:
+            items, over = pin
+            ids = [str(m.get("id")) for m in foreign]
+            # The pin stands for the run it was made on: all of it, or (when a window of the
+            # history starts inside the run) the end of it. Anything else — a compaction or a
+            # delete changed the run since — reads the message's own parts instead.
+            whole = ids == over
+            cut = run_start == 0 and ids == over[len(over) - len(ids) :]
+            if whole or cut:
+                foreign.clear()
+                out.extend(items)
+            else:
+                foreign.append(message)
+                flush()
         else:
             foreign.append(message)
     flush()
     return out
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PopPlan:
+    """How ``pop_item`` removes the most recent item: return ``item``, delete the messages
+    ``delete`` and (unless ``None``) replace the last message with ``rewrite``."""
+
+    item: dict[str, Any] | None
+    delete: list[str]
+    rewrite: dict[str, Any] | None
+
+
+def run_start(history: list[dict[str, Any]]) -> int | None:
+    """Where the run of converted messages that ends ``history`` begins (its index), or
+    ``None`` when it may begin before ``history`` (read a longer suffix)."""
+    for index in range(len(history) - 2, -1, -1):
+        if _stands_alone(history[index]):
+            return index + 1
+    return None
+
+
+def _without(parts: list[dict[str, Any]], item: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``parts`` without the part ``item`` came from (best effort: the pin is what reads)."""
+    kind = str(item.get("type") or "message")
+    call_id = item.get("call_id")
+    out = [dict(p) for p in parts]
+    for index in range(len(out) - 1, -1, -1):
+        part = out[index]
+        ptype = str(part.get("type", ""))
+        is_tool = ptype.startswith("tool-") or ptype == "dynamic-tool"
+        if kind.endswith("_output") and is_tool and part.get("toolCallId") == call_id:
+            if part.get("input") is None:
+                del out[index]  # a result-only part (a tool message)
+            else:
+                for key in ("output", "errorText"):
+                    part.pop(key, None)
+                part["state"] = "input-available"
+            return out
+        if kind.endswith("_call") and is_tool and part.get("toolCallId") == call_id:
+            del out[index]
+            return out
+        if kind == "message" and ptype in ("text", "file"):
+            del out[index]
+            return out
+        if kind == "reasoning" and ptype == "reasoning":
+            del out[index]
+            return out
+    return out
+
+
+def pop_plan(history: list[dict[str, Any]], leaf: dict[str, Any]) -> PopPlan:
+    """The plan that removes exactly the last item of ``history`` (a suffix of the path read
+    with overlays, ending at the latest leaf, that holds the whole run the leaf ends — see
+    :func:`run_start`): afterwards :func:`items_of` reads the same items minus the last one.
+    ``leaf`` is the stored latest leaf (no overlays applied: what a rewrite starts from).
+
+    A kept-item message is deleted. A converted run loses one item: its last message is
+    rewritten without that part, with the run's remaining items pinned on it; when no item is
+    left the whole run is deleted. A run that reads as no item at all (e.g. only a call still
+    waiting for its result) is deleted message by message: ``item`` is ``None`` and the caller
+    pops again.
+    """
+    meta = leaf.get("metadata") or {}
+    if isinstance(meta, dict) and isinstance(meta.get(ITEM_KEY), dict):
+        return PopPlan(item=meta[ITEM_KEY], delete=[str(leaf["id"])], rewrite=None)
+    start = run_start(history) or 0
+    run = history[start:]
+    items = items_of(run)
+    if not items:
+        return PopPlan(item=None, delete=[str(leaf["id"])], rewrite=None)
+    popped, rest = items[-1], items[:-1]
+    if not rest:
+        return PopPlan(item=popped, delete=[str(m["id"]) for m in run], rewrite=None)
+    new_meta = dict(meta) if isinstance(meta, dict) else {}
+    new_meta[PIN_KEY] = {"items": rest, "over": [str(m["id"]) for m in run[:-1]]}
+    rewrite = {
+        **leaf,
+        "parts": _without(list(leaf.get("parts") or []), popped),
+        "metadata": new_meta,
+    }
+    return PopPlan(item=popped, delete=[], rewrite=rewrite)

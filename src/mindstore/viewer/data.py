@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mindstore.cli.render import to_jsonable
+from mindstore.context.session_context import DEFAULT_BLOCK_MAX_TOKENS
 from mindstore.search import parse_query
 from mindstore.store.types import SessionInfo, SessionKey
 from mindstore.tokens import estimate_string_tokens
@@ -212,7 +213,9 @@ async def blocks_data(store: ReadOnlyStore, namespace: str, session_id: str) -> 
     token estimate. Descriptions, budgets (``max_tokens``) and kinds are configured in code, not
     stored; they are read back from the headers of the frozen prompt when there is one, which
     also lists blocks whose content comes from providers (static text, searchable collections,
-    skills). ``usage`` is ``tokens / max_tokens`` of the current content.
+    skills). ``usage`` is ``tokens / max_tokens`` of the current content; a writable block
+    without a configured budget shows the default cap it is held to
+    (``DEFAULT_BLOCK_MAX_TOKENS``, ``default_cap`` true).
     """
     key = SessionKey(namespace=namespace, session_id=session_id)
     info = await _session_info(store, key)
@@ -287,15 +290,23 @@ def _block(
     p: PromptBlock | None,
 ) -> dict[str, Any]:
     max_tokens = p.max_tokens if p is not None else None
+    kind = p.kind if p is not None else ("writable" if stored else None)
+    # A writable block configured without max_tokens is still capped, but its prompt header
+    # shows no budget: show that cap, marked as the default one. (Without a frozen prompt the
+    # budget is unknown, not the default.)
+    default_cap = p is not None and max_tokens is None and kind == "writable"
+    if default_cap:
+        max_tokens = DEFAULT_BLOCK_MAX_TOKENS
     return {
         "label": label,
         "scope": scope,
         "stored": stored,
-        "kind": p.kind if p is not None else ("writable" if stored else None),
+        "kind": kind,
         "description": p.description if p is not None else None,
         "content": content,
         "tokens": tokens,
         "max_tokens": max_tokens,
+        "default_cap": default_cap,
         "usage": round(tokens / max_tokens, 4) if max_tokens else None,
         "in_prompt": p is not None,
         "prompt_tokens": p.tokens if p is not None else None,

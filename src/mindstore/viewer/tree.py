@@ -43,6 +43,7 @@ __all__ = [
     "MAX_LIMIT",
     "TreeIndex",
     "compaction_status",
+    "path_status",
     "session_view",
 ]
 
@@ -59,6 +60,18 @@ def compaction_status(c: Compaction) -> str:
     if c.superseded_by is not None:
         return "superseded"
     return "active"
+
+
+def path_status(c: Compaction, *, on_path: bool, applied: bool) -> str:
+    """The status of an overlay as seen from one path: ``reverted`` and ``superseded`` as
+    stored; an active overlay is ``active`` only where it applies — ``other branch`` when its
+    range is not on the path, ``not applied`` when a newer overlay of the path covers it."""
+    status = compaction_status(c)
+    if status != "active":
+        return status
+    if not on_path:
+        return "other branch"
+    return "active" if applied else "not applied"
 
 
 @dataclass(slots=True)
@@ -178,13 +191,19 @@ def session_view(
     if focus is not None and focus not in set(path_ids):
         raise KeyError(f"message {focus!r} is not on the path to {leaf!r}")
 
-    # Overlay marks: where every overlay (any status) starts and ends, and what it covers.
+    # Overlay marks: where every overlay of this path (any status) starts and ends, and what
+    # it covers. An overlay whose range is not on the path (another branch's, sharing only its
+    # first messages) is not marked here: it does not cover this branch.
+    applied = resolve_overlays(path_ids, compactions)
+    applied_ids = {a[0].id for a in applied}
+    path_set = set(path_ids)
     marks: dict[str, list[dict[str, Any]]] = {}
     for c in compactions:
-        status = compaction_status(c)
+        if c.from_message_id not in path_set or c.to_message_id not in path_set:
+            continue
+        status = path_status(c, on_path=True, applied=c.id in applied_ids)
         for edge, mid in (("from", c.from_message_id), ("to", c.to_message_id)):
             marks.setdefault(mid, []).append({"compaction": c.id, "status": status, "edge": edge})
-    applied = resolve_overlays(path_ids, compactions)
     covered_by: dict[str, list[int]] = {}
     for c, first, last in applied:
         for mid in path_ids[first : last + 1]:
@@ -253,7 +272,6 @@ def session_view(
         shown["position"] = pos
         window.append(shown)
 
-    path_set = set(path_ids)
     branch_points = [mid for mid in tree.rows if len(tree.children.get(mid, ())) > 1]
     return {
         "leaf": leaf,
@@ -274,10 +292,12 @@ def session_view(
         "compactions": [
             {
                 **_compaction_json(c),
-                "applied": any(a[0].id == c.id for a in applied),
-                "on_path": c.to_message_id in path_set and c.from_message_id in path_set,
+                "applied": c.id in applied_ids,
+                "on_path": on_path,
+                "status_here": path_status(c, on_path=on_path, applied=c.id in applied_ids),
             }
             for c in compactions
+            for on_path in [c.to_message_id in path_set and c.from_message_id in path_set]
         ],
         "branch_point_count": len(branch_points),
         "branch_points": [
