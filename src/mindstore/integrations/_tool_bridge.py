@@ -121,6 +121,11 @@ class ToolSource:
             )
         self.source: Session | SessionManager = source
 
+    @property
+    def loop(self) -> Any:
+        """The :class:`mindstore.sync.Loop` of a sync source (``None`` for an async one)."""
+        return self._loop
+
     async def run(self, fn: Any, *args: Any) -> Any:
         """``await fn(*args)``, on the sync twin's loop thread when the source was one."""
         if self._loop is None:
