@@ -255,3 +255,40 @@ def test_anything_else_is_a_type_error(bad: Any) -> None:
 async def test_the_manager_has_no_prompt(store: Store) -> None:
     with pytest.raises(TypeError, match="takes a Session"):
         memory_instructions(SessionManager(store))
+
+
+async def test_keyed_entries_with_null_metadata_fields_through_a_run(store: Store) -> None:
+    """Strict mode sends every nested field; nulls inside ``metadata`` mean "not given"."""
+    from mindstore import StoreSearchProvider
+
+    session = Session.create(store, "kb").with_context(
+        "knowledge", description="Runbooks", provider=StoreSearchProvider(store)
+    )
+    outputs: dict[str, str] = {}
+    entry = {
+        "label": "knowledge",
+        "content": "Restart the ingest worker with systemctl restart ingest.",
+        "action": None,
+        "metadata": {"title": "Ingest runbook", "description": None},
+    }
+
+    def calls(system: str | None, items: list[Any]) -> list[Any]:
+        return [call("set_context", entry, "k1")]
+
+    def search(system: str | None, items: list[Any]) -> list[Any]:
+        outputs["k1"] = output_of(items, "k1")
+        return [call("search_context", {"label": "knowledge", "query": "ingest worker"}, "k2")]
+
+    def reply(system: str | None, items: list[Any]) -> list[Any]:
+        outputs["k2"] = output_of(items, "k2")
+        return [say("done")]
+
+    agent: Agent[Any] = Agent(
+        name="a",
+        instructions=memory_instructions(session),
+        tools=await memory_tools(session),
+        model=ScriptedModel([calls, search, reply]),
+    )
+    await Runner.run(agent, "store the runbook")
+    assert outputs["k1"] == 'Indexed "ingest-runbook" in knowledge.'
+    assert "systemctl restart ingest" in outputs["k2"]
