@@ -22,10 +22,13 @@ that thread until it is done. The loop thread is a daemon thread, so a store tha
 closed does not keep the interpreter alive (close stores anyway: ``with`` does it).
 
 The sync methods are generated from the async classes (:func:`_twin`) so the two cannot drift;
-a test checks that every public async method has a sync twin with the same signature. ``aclose``
-is ``close`` here. Calling a sync method from inside the store's own loop (for example from a
-synchronous summarizer callback that mindstore runs there) would deadlock and raises
-``RuntimeError`` instead; such callbacks should use the async objects they are given.
+a test checks that every public async method has a sync twin with the same signature. Type
+checkers cannot see generated methods, so they read ``sync.pyi`` instead: the typed stub that
+``scripts/gen_sync_stub.py`` writes from the same async signatures (a test fails when it is
+stale: regenerate it after changing an async signature). ``aclose`` is ``close`` here.
+Calling a sync method from inside the store's own loop (for example from a synchronous
+summarizer callback that mindstore runs there) would deadlock and raises ``RuntimeError``
+instead; such callbacks should use the async objects they are given.
 """
 
 from __future__ import annotations
@@ -143,6 +146,8 @@ class _Twin:
     """Base of the sync classes: the async object (``aio``) and the loop that runs it."""
 
     _aio_class: ClassVar[type]
+    _twinned: ClassVar[tuple[tuple[str, str], ...]] = ()
+    """(sync name, async name) of the members :func:`_twin` generated (the type stub's list)."""
 
     def __init__(self, aio: Any, loop: Loop, store: _Twin | None = None) -> None:
         self._aio = aio
@@ -158,7 +163,8 @@ class _Twin:
         return f"mindstore.sync.{type(self).__name__}({self._aio!r})"
 
     if TYPE_CHECKING:
-        # The generated methods are invisible to type checkers: let them through as Any.
+        # (Type checkers read sync.pyi, not this module; kept so that checking this file on
+        # its own still lets the generated methods through.)
         def __getattr__(self, name: str) -> Any: ...
 
 
@@ -213,10 +219,12 @@ def _twin(sync_class: type[_Twin], *, skip: frozenset[str] = frozenset()) -> Non
     kept (hand-written where the sync shape differs: constructors, ``open``, context managers).
     """
     own = {n for c in sync_class.__mro__ if issubclass(c, _Twin) for n in vars(c)}
+    twinned: list[tuple[str, str]] = []
     for name, member in inspect.getmembers(sync_class._aio_class):
         target = "close" if name == "aclose" else name
         if name.startswith("_") or name in skip or target in own:
             continue
+        twinned.append((target, name))
         if isinstance(inspect.getattr_static(sync_class._aio_class, name), property):
             setattr(sync_class, target, _sync_property(name, member))
         elif callable(member) and not isinstance(
@@ -225,6 +233,7 @@ def _twin(sync_class: type[_Twin], *, skip: frozenset[str] = frozenset()) -> Non
             method = _sync_method(name, member)
             method.__name__ = method.__qualname__ = target
             setattr(sync_class, target, method)
+    sync_class._twinned = tuple(twinned)
 
 
 # ---------------------------------------------------------------- stores
@@ -450,10 +459,19 @@ _TWINS: dict[type, Callable[[Any, Loop, _Twin], Any]] = {
     _AsyncToolSet: ToolSet,
 }
 
-_twin(SQLiteStore)
-_twin(Session, skip=frozenset({"create"}))
-_twin(SessionManager)
-_twin(ToolSet, skip=frozenset({"get", "items", "keys", "values"}))  # Mapping's own
+# Async members not twinned (hand-written above, or Mapping's own); scripts/gen_sync_stub.py
+# makes the same selection for the type stub.
+_TWIN_SKIPS: dict[str, frozenset[str]] = {
+    "SQLiteStore": frozenset(),
+    "PostgresStore": frozenset({"open"}),
+    "Session": frozenset({"create"}),
+    "SessionManager": frozenset(),
+    "ToolSet": frozenset({"get", "items", "keys", "values"}),
+}
+_twin(SQLiteStore, skip=_TWIN_SKIPS["SQLiteStore"])
+_twin(Session, skip=_TWIN_SKIPS["Session"])
+_twin(SessionManager, skip=_TWIN_SKIPS["SessionManager"])
+_twin(ToolSet, skip=_TWIN_SKIPS["ToolSet"])
 
 
 def _twin_postgres() -> None:
@@ -461,7 +479,7 @@ def _twin_postgres() -> None:
         PostgresStore._aio_class = _postgres_class()
     except ImportError:  # pragma: no cover - the postgres module always imports
         return
-    _twin(PostgresStore, skip=frozenset({"open"}))
+    _twin(PostgresStore, skip=_TWIN_SKIPS["PostgresStore"])
     PostgresStore.open.__func__.__signature__ = inspect.signature(  # type: ignore[attr-defined]
         PostgresStore._aio_class.open.__func__
     )

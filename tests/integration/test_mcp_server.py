@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -102,6 +103,8 @@ async def exercise(client: Client) -> None:
         "unload_context",
         "search_context",
         "session_search",
+        "append_message",
+        "get_history",
     }
     assert tools["set_context"].input_schema["required"] == ["label", "content"]
 
@@ -161,6 +164,62 @@ async def exercise(client: Client) -> None:
     assert (await client.read_resource("mindstore://blocks/memory")).contents[0].text == (
         "User likes tea"
     )
+    await exercise_conversation(client, prompt)
+
+
+async def exercise_conversation(client: Client, prompt: str) -> None:
+    """The conversation half: record turns, read them back as tools, resources and prompt."""
+    said = await client.call_tool("append_message", {"role": "user", "text": "We ship on Fridays"})
+    assert not said.is_error and text(said).startswith("Appended msg_") and "desk" in text(said)
+    reply = {"role": "assistant", "text": "Noted: Friday releases.", "id": "a1"}
+    assert text(await client.call_tool("append_message", reply)) == "Appended a1 to session desk."
+    again = await client.call_tool("append_message", reply)  # a retry changes nothing
+    assert not again.is_error and "already stored" in text(again)
+    history = text(await client.call_tool("get_history", {}))
+    assert history == "[user] We ship on Fridays\n---\n[assistant] Noted: Friday releases."
+    last = text(await client.call_tool("get_history", {"limit": 1}))
+    assert last == "[assistant] Noted: Friday releases."
+    found = await client.call_tool("session_search", {"query": "ship Fridays"})
+    assert "· user · desk] We ship on Fridays" in text(found)  # session_search's header
+    for name, args, expected in [
+        ("append_message", {"role": "tool", "text": "x"}, "must be one of"),
+        ("append_message", {"role": "user"}, "missing required argument 'text'"),
+        ("append_message", {"role": "user", "text": "x", "id": "compaction_1"}, "compaction_"),
+        ("get_history", {"limit": 0}, "at least 1"),
+        ("get_history", {"limit": "all"}, "must be of type integer"),
+    ]:
+        bad = await client.call_tool(name, args)
+        assert bad.is_error and expected in text(bad), (name, text(bad))
+
+    templates = (await client.list_resource_templates()).resource_templates
+    assert [t.uri_template for t in templates] == [
+        "mindstore://sessions/{session_id}/history",
+        "mindstore://sessions/{session_id}",
+        "mindstore://blocks/{label}",
+    ]
+    uris = {str(r.uri) for r in (await client.list_resources()).resources}
+    assert {"mindstore://sessions/desk/history", "mindstore://sessions/desk"} <= uris
+    read = (await client.read_resource("mindstore://sessions/desk/history")).contents[0]
+    messages = json.loads(read.text)
+    assert read.mime_type == "application/json"
+    assert [(m["role"], m["parts"][0]["text"]) for m in messages] == [
+        ("user", "We ship on Fridays"),
+        ("assistant", "Noted: Friday releases."),
+    ]
+    info = json.loads((await client.read_resource("mindstore://sessions/desk")).contents[0].text)
+    assert info["id"] == "desk" and info["message_count"] == 2
+    # another session of the namespace reads too; nothing outside it does
+    other = (await client.read_resource("mindstore://sessions/yesterday/history")).contents[0]
+    assert "rotates every Monday" in json.loads(other.text)[0]["parts"][0]["text"]
+    with pytest.raises(MCPError, match="no session 'nobody' in namespace 'team'"):
+        await client.read_resource("mindstore://sessions/nobody/history")
+
+    prompts = (await client.list_prompts()).prompts
+    assert [p.name for p in prompts] == ["system_prompt"]
+    got = await client.get_prompt("system_prompt")
+    assert [(m.role, m.content.text) for m in got.messages] == [("user", prompt)]  # type: ignore[union-attr]
+    with pytest.raises(MCPError, match="unknown prompt"):
+        await client.get_prompt("nope")
 
 
 async def check_stored(db: Path, session_id: str) -> None:
@@ -439,8 +498,19 @@ async def test_default_blocks_and_cached_prompt_in_process(tmp_path: Path) -> No
         )
         async with Client(plain) as client:
             names = {t.name for t in (await client.list_tools()).tools}
-            assert names == {"set_context", "search_context", "session_search"}
+            assert names == {
+                "set_context",
+                "search_context",
+                "session_search",
+                "append_message",
+                "get_history",
+            }
             await client.call_tool("set_context", {"label": "memory", "content": "likes tea"})
+            await client.call_tool("append_message", {"role": "user", "text": "hi"})
+            got = await client.read_resource("mindstore://sessions/s/history")
+            assert json.loads(got.contents[0].text)[0]["parts"] == [{"type": "text", "text": "hi"}]
+            info = await client.read_resource("mindstore://sessions/s")
+            assert json.loads(info.contents[0].text)["message_count"] == 1
         # memory is namespace-wide: another session of the namespace sees it
         other = create_server(
             store, ServerConfig(blocks=DEFAULT_BLOCKS), namespace="n", session_id="t"
@@ -448,6 +518,12 @@ async def test_default_blocks_and_cached_prompt_in_process(tmp_path: Path) -> No
         async with Client(other) as client:
             got = await client.read_resource("mindstore://blocks/memory")
             assert got.contents[0].text == "likes tea"
+            # a served session with no session record yet (no CLI registered it, nothing
+            # appended): its history is empty, its SessionInfo is refused with a reason
+            empty = await client.read_resource("mindstore://sessions/t/history")
+            assert json.loads(empty.contents[0].text) == []
+            with pytest.raises(MCPError, match="not registered"):
+                await client.read_resource("mindstore://sessions/t")
 
         cached = ServerConfig(blocks=DEFAULT_BLOCKS, cached_prompt=True)
         first = create_server(store, cached, namespace="n", session_id="c")

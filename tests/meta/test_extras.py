@@ -117,6 +117,14 @@ def test_langgraph_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     _assert_names_extra(info.value, "langgraph")
 
 
+def test_langchain_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    _hide(monkeypatch, "langchain_core")
+    _reimport(monkeypatch, "mindstore.integrations.langchain")
+    with pytest.raises(MissingDependencyError) as info:
+        import mindstore.integrations.langchain  # noqa: F401
+    _assert_names_extra(info.value, "langchain")
+
+
 def test_mcp_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     _hide(monkeypatch, "mcp", "mcp_types")
     _reimport(monkeypatch, "mindstore.integrations.mcp")

@@ -39,3 +39,16 @@ def test_readme_keeps_the_two_setup_commands() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert ".venv/bin/mindstore demo" in readme
     assert ".venv/bin/python -m pytest" in readme
+
+
+def test_readme_lists_every_extra_of_pyproject() -> None:
+    """The README's extras table names each optional dependency group, and nothing else."""
+    import tomllib
+
+    extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"][
+        "optional-dependencies"
+    ])  # fmt: skip
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (`[^|]+`) \|", readme, flags=re.M)
+    listed = {name for row in rows for name in re.findall(r"`([a-z0-9-]+)`", row)}
+    assert listed == extras, (sorted(extras - listed), sorted(listed - extras))

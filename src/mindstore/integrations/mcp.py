@@ -5,7 +5,9 @@ serves one session of one namespace of a store:
 
 - **Tools**: the generated memory tools of the configured blocks (``set_context``,
   ``load_context``, ``unload_context``, ``search_context``, as present; DESIGN §4.6) plus
-  ``session_search`` over every conversation of the namespace. Tools are regenerated on every
+  ``session_search`` over every conversation of the namespace, and the conversation tools
+  ``append_message`` / ``get_history`` (:mod:`mindstore.integrations.mcp_history`) that record
+  and read the turns of the served session. Tools are regenerated on every
   ``tools/list`` (their descriptions name what is loaded). A tool never fails the protocol: a
   bad call (unknown label, over-budget content, a key that would escape the skills root,
   missing arguments, an unknown tool) comes back as a result with ``isError`` set and the text
@@ -13,7 +15,13 @@ serves one session of one namespace of a store:
   ``Not found: <key>``); the server keeps serving.
 - **Resources**: ``mindstore://prompt`` — the frozen system prompt (rendered on first read and
   identical afterwards, DESIGN §4.5) — and ``mindstore://blocks/<label>`` per block, its current
-  content (reads are live: a write shows at once, while the frozen prompt does not change).
+  content (reads are live: a write shows at once, while the frozen prompt does not change);
+  ``mindstore://sessions/{session_id}/history`` (JSON messages) and
+  ``mindstore://sessions/{session_id}`` (JSON ``SessionInfo``) for any session of the
+  namespace. ``resources/templates/list`` names the three templates; ``resources/list`` the
+  prompt, the blocks and the served session's two resources.
+- **Prompts**: ``system_prompt`` — the frozen system prompt as one user-role message (MCP
+  prompts have no system role), identical to the ``mindstore://prompt`` resource.
 
 Transports: stdio (:func:`serve_stdio`, the default) or streamable HTTP on 127.0.0.1
 (:func:`serve_http`, path ``/mcp``), with the SDK's DNS-rebinding protection for loopback and a
@@ -27,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import json
 import re
 import secrets
 from collections.abc import Callable
@@ -36,6 +45,15 @@ from urllib.parse import quote, unquote
 from mindstore.context.providers import FileSkillProvider, StaticProvider, StoreSearchProvider
 from mindstore.errors import MindstoreError, MissingDependencyError
 from mindstore.integrations.mcp_config import BlockConfig, ServerConfig
+from mindstore.integrations.mcp_history import (
+    HISTORY_TEMPLATE,
+    SESSION_TEMPLATE,
+    conversation_tools,
+    history_uri,
+    parse_session_uri,
+    session_info_json,
+    session_uri,
+)
 from mindstore.manager import SessionManager
 from mindstore.session import Session
 from mindstore.store.base import Store
@@ -50,6 +68,7 @@ except ImportError as exc:  # pragma: no cover - exercised by tests/meta/test_ex
     raise MissingDependencyError("mcp", "mcp") from exc
 
 __all__ = [
+    "PROMPT_NAME",
     "PROMPT_URI",
     "BearerTokenGuard",
     "MemoryServer",
@@ -62,6 +81,7 @@ __all__ = [
 
 PROMPT_URI: Final = "mindstore://prompt"
 BLOCK_URI_PREFIX: Final = "mindstore://blocks/"
+PROMPT_NAME: Final = "system_prompt"
 _FAILED: Final = ("Error:", "Not found:")  # tool results that report a failed call
 
 
@@ -109,7 +129,11 @@ class MemoryServer:
         self.session_id = session_id
 
     async def toolset(self) -> ToolSet:
-        return await self.session.tools() | await self.manager.tools()
+        return (
+            await self.session.tools()
+            | await self.manager.tools()
+            | conversation_tools(self.session)
+        )
 
     async def list_tools(self, _ctx: Any, _params: Any) -> types.ListToolsResult:
         tools = await self.toolset()
@@ -141,6 +165,23 @@ class MemoryServer:
                 mime_type="text/plain",
             )
         ]
+        resources += [
+            types.Resource(
+                uri=history_uri(self.session_id),
+                name="session-history",
+                title=f"History of {self.session_id}",
+                description=f"The messages of session {self.session_id!r} (JSON, active "
+                "branch, compaction summaries applied).",
+                mime_type="application/json",
+            ),
+            types.Resource(
+                uri=session_uri(self.session_id),
+                name="session",
+                title=f"Session {self.session_id}",
+                description=f"Name, usage and message count of session {self.session_id!r}.",
+                mime_type="application/json",
+            ),
+        ]
         for block in await self.session.get_context_blocks():
             resources.append(
                 types.Resource(
@@ -153,11 +194,95 @@ class MemoryServer:
             )
         return types.ListResourcesResult(resources=resources)
 
+    async def list_resource_templates(
+        self, _ctx: Any, _params: Any
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(
+            resource_templates=[
+                types.ResourceTemplate(
+                    uri_template=HISTORY_TEMPLATE,
+                    name="session-history",
+                    title="Session history",
+                    description=f"The messages of a session of namespace {self.namespace!r} "
+                    "(JSON, active branch, compaction summaries applied).",
+                    mime_type="application/json",
+                ),
+                types.ResourceTemplate(
+                    uri_template=SESSION_TEMPLATE,
+                    name="session",
+                    title="Session",
+                    description=f"A session of namespace {self.namespace!r}: name, usage, "
+                    "message count (JSON).",
+                    mime_type="application/json",
+                ),
+                types.ResourceTemplate(
+                    uri_template=BLOCK_URI_PREFIX + "{label}",
+                    name="block",
+                    title="Context block",
+                    description=f"The current content of a context block of session "
+                    f"{self.session_id!r}.",
+                    mime_type="text/plain",
+                ),
+            ]
+        )
+
+    async def list_prompts(self, _ctx: Any, _params: Any) -> types.ListPromptsResult:
+        return types.ListPromptsResult(
+            prompts=[
+                types.Prompt(
+                    name=PROMPT_NAME,
+                    title="Frozen system prompt",
+                    description=f"The system prompt of session {self.session_id!r}: every "
+                    "context block rendered, frozen on first use.",
+                )
+            ]
+        )
+
+    async def get_prompt(
+        self, _ctx: Any, params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        if params.name != PROMPT_NAME:
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"unknown prompt {params.name!r}: the server offers {PROMPT_NAME!r}",
+            )
+        text = await self.session.freeze_system_prompt()
+        return types.GetPromptResult(
+            description=f"The frozen system prompt of session {self.session_id!r}.",
+            messages=[
+                types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))
+            ],
+        )
+
+    async def _read_session(self, session_id: str, history: bool) -> tuple[str, str]:
+        """(text, mime type) of a session resource of this namespace."""
+        info = await self.manager.get(session_id)
+        if info is None and session_id != self.session_id:
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"no session {session_id!r} in namespace {self.namespace!r}",
+            )
+        if history:
+            session = self.session if session_id == self.session_id else (
+                self.manager.session(session_id)
+            )  # fmt: skip
+            return json.dumps(await session.get_history(), ensure_ascii=False), "application/json"
+        if info is None:  # the served session, not registered (an in-process server)
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"session {session_id!r} is not registered in namespace "
+                f"{self.namespace!r} (it has no stored session record yet)",
+            )
+        return session_info_json(info), "application/json"
+
     async def read_resource(
         self, _ctx: Any, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         uri = str(params.uri)
-        if uri == PROMPT_URI:
+        mime_type = "text/plain"
+        if (target := parse_session_uri(uri)) is not None:
+            text, mime_type = await self._read_session(*target)
+        elif uri == PROMPT_URI:
             text = await self.session.freeze_system_prompt()
         elif uri.startswith(BLOCK_URI_PREFIX):
             label = unquote(uri[len(BLOCK_URI_PREFIX) :])
@@ -168,10 +293,11 @@ class MemoryServer:
         else:
             raise MCPError(
                 code=types.INVALID_PARAMS,
-                message=f"unknown resource {uri!r}: read {PROMPT_URI} or {BLOCK_URI_PREFIX}<label>",
+                message=f"unknown resource {uri!r}: read {PROMPT_URI}, "
+                f"{BLOCK_URI_PREFIX}<label> or {HISTORY_TEMPLATE}",
             )
         return types.ReadResourceResult(
-            contents=[types.TextResourceContents(uri=uri, text=text, mime_type="text/plain")]
+            contents=[types.TextResourceContents(uri=uri, text=text, mime_type=mime_type)]
         )
 
 
@@ -187,13 +313,18 @@ def create_server(
         "mindstore",
         version=__version__,
         instructions=(
-            "Persistent memory for this agent: use the tools to write and search memory; "
-            f"read {PROMPT_URI} for the system prompt with every context block."
+            "Persistent memory for this agent: use the tools to write and search memory and "
+            "to record each turn of the conversation (append_message); read "
+            f"{PROMPT_URI} (or get the {PROMPT_NAME} prompt) for the system prompt with every "
+            "context block."
         ),
         on_list_tools=handlers.list_tools,
         on_call_tool=handlers.call_tool,
         on_list_resources=handlers.list_resources,
         on_read_resource=handlers.read_resource,
+        on_list_resource_templates=handlers.list_resource_templates,
+        on_list_prompts=handlers.list_prompts,
+        on_get_prompt=handlers.get_prompt,
     )
 
 

@@ -13,6 +13,18 @@ table in ``docs/integrations.md``): full-text searchable, visible in the CLI and
 compactable with the session's compaction (``msession.session.compact_after(...)``); the item
 itself is kept in the message's metadata and read back exactly. ``add_items`` writes a batch in
 one transaction, each item a child of the one before (concurrent writers form one chain).
+
+The memory travels too: :func:`memory_tools` gives the generated memory tools (DESIGN §4.6) as
+SDK ``FunctionTool`` objects and :func:`memory_instructions` the frozen system prompt as the
+agent's ``instructions``::
+
+    msession = MindstoreSession("chat-42", store, namespace="user-7")
+    memory = msession.session.with_context("memory", max_tokens=500)   # same conversation
+    agent = Agent(
+        name="Assistant",
+        instructions=memory_instructions(memory),
+        tools=await memory_tools(memory) + await memory_tools(SessionManager(store, ...)),
+    )
 """
 
 from __future__ import annotations
@@ -22,6 +34,7 @@ from typing import Any
 
 from mindstore.errors import MissingDependencyError
 from mindstore.formats._reply import as_dict
+from mindstore.integrations._tool_bridge import ToolSource, strict_schema
 from mindstore.integrations.openai_items import (
     call_names_of,
     item_message,
@@ -36,6 +49,7 @@ from mindstore.store._checks import check_store
 from mindstore.store.base import AUTO, Store
 
 try:
+    from agents import Agent, FunctionTool, RunContextWrapper
     from agents.memory.session_settings import (
         SessionSettings,
         coerce_session_settings,
@@ -44,7 +58,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     raise MissingDependencyError("openai-agents", "openai-agents") from exc
 
-__all__ = ["MindstoreSession"]
+__all__ = ["MindstoreSession", "memory_instructions", "memory_tools"]
 
 _NAME_WINDOW = 64  # newest messages searched first for the call an output answers
 
@@ -214,3 +228,78 @@ class MindstoreSession:
 
     async def _clear_session(self) -> None:
         await self._session.clear_messages()
+
+
+async def memory_tools(session_or_manager: Any) -> list[FunctionTool]:
+    """The generated memory tools of a session (or ``session_search`` of a manager) as Agents SDK
+    ``FunctionTool`` objects.
+
+    Names and descriptions are mindstore's (DESIGN §4.6); each schema is the strict form of
+    mindstore's (closed objects, every property required, optional ones nullable — ``null``
+    means "not given"), so ``strict_json_schema`` is on. A call returns the tool's string —
+    the same text as ``await toolset.execute(name, arguments)`` — and never raises into the
+    run: a bad call comes back as ``Error: <reason>`` for the model to read. Each call runs
+    against the session as it is then (blocks added meanwhile, skills loaded meanwhile); the
+    descriptions are those of the moment :func:`memory_tools` was awaited (call it again for a
+    new agent to list newly loaded skills in ``unload_context``).
+
+    Args:
+        session_or_manager: a :class:`~mindstore.Session` (its blocks' ``set_context``,
+            ``load_context``, ``unload_context``, ``search_context``, as present) or a
+            :class:`~mindstore.SessionManager` (``session_search``), async or from
+            :mod:`mindstore.sync`. Concatenate the lists for both.
+
+    Raises:
+        TypeError: the argument is neither a Session nor a SessionManager.
+    """
+    source = ToolSource(session_or_manager, what="memory_tools")
+    return [
+        _function_tool(source, tool.name, tool.description, tool.parameters)
+        for tool in await source.tools()
+    ]
+
+
+def _function_tool(
+    source: ToolSource, name: str, description: str, parameters: dict[str, Any]
+) -> FunctionTool:
+    async def invoke(_ctx: Any, arguments: str) -> str:
+        return await source.execute(name, arguments)
+
+    return FunctionTool(
+        name=name,
+        description=description,
+        params_json_schema=strict_schema(parameters),
+        on_invoke_tool=invoke,
+        strict_json_schema=True,
+    )
+
+
+def memory_instructions(session: Any) -> Any:
+    """An ``instructions`` callable for ``Agent(instructions=...)`` returning the session's
+    frozen system prompt (DESIGN §4.5).
+
+    The SDK calls it before every model call; it returns the identical string turn after turn
+    and run after run (the provider's prefix cache stays warm), even after ``set_context``
+    writes — those show from the next refresh on: :meth:`~mindstore.Session.refresh_system_prompt`,
+    ``clear_messages()`` or a successful compaction, and in every new session (a
+    ``scope="namespace"`` block written in one conversation is in the next one's prompt).
+
+    Args:
+        session: a :class:`~mindstore.Session`, async or from :mod:`mindstore.sync`.
+
+    Raises:
+        TypeError: ``session`` is not a Session.
+    """
+    source = ToolSource(session, what="memory_instructions")
+    if not isinstance(source.source, Session):
+        raise TypeError(
+            "memory_instructions takes a Session (the manager has no system prompt), got "
+            f"{type(session).__name__}"
+        )
+    freeze = source.source.freeze_system_prompt
+
+    async def instructions(_ctx: RunContextWrapper[Any], _agent: Agent[Any]) -> str:
+        prompt: str = await source.run(freeze)
+        return prompt
+
+    return instructions
