@@ -28,10 +28,15 @@ Design (see :mod:`mindstore.integrations._store_rules` for the pure rules):
   returned or listed, even before a sweep deletes it; :meth:`MindstoreStore.sweep_ttl` deletes
   them (``start_ttl_sweeper`` runs it every ``sweep_interval_minutes``).
 - **Batches** run their ops in order: a ``get`` after a ``put`` in the same batch sees the put.
-- **Sync calls** (``put``, ``get``, …) run the async core: on the store's event loop when it is
-  running in another thread (LangGraph runs sync nodes in worker threads), or in a fresh loop
-  when none is known (fine for ``SQLiteStore``). Calling them from inside the running loop
-  raises ``asyncio.InvalidStateError`` — use the ``a``-methods there.
+- **Sync calls** (``put``, ``get``, …) work from any thread, also where an event loop is
+  running in the calling thread (a Jupyter cell, a sync node under ``graph.invoke`` there), as
+  ``InMemoryStore``'s do. Given a ``mindstore.sync`` store, every call (sync and async) runs on
+  that store's own loop thread. Given an async store: on its loop when that loop runs in
+  another thread (LangGraph runs sync nodes in worker threads); in a fresh loop when no loop
+  runs in this thread; inside a running loop, a SQLite store (bound to no loop) runs the call
+  on the adapter's own loop thread, while a PostgreSQL store — whose connections belong to the
+  blocked loop — raises ``asyncio.InvalidStateError`` naming the fix: pass
+  ``mindstore.sync.PostgresStore.open(url)`` instead.
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ from mindstore.integrations._store_rules import (
 from mindstore.search import ParsedQuery, parse_query
 from mindstore.store._checks import check_name, check_store
 from mindstore.store.base import Entry, ScopeKey, Store
+from mindstore.sync import Loop
 
 try:
     from langgraph.store.base import (
@@ -88,8 +94,8 @@ class MindstoreStore(BaseStore):
     """A LangGraph ``BaseStore`` over a mindstore :class:`~mindstore.store.base.Store`.
 
     Args:
-        store: an open mindstore store (``SQLiteStore``, ``PostgresStore``, ``open_store``).
-            It is not closed by this adapter.
+        store: an open mindstore store (``SQLiteStore``, ``PostgresStore``, ``open_store``),
+            async or from :mod:`mindstore.sync`. It is not closed by this adapter.
         namespace: the mindstore namespace (tenant) the items live in.
         index: LangGraph's index config; ``fields`` selects the text indexed for ``query``
             (default ``["$"]``: every string of the value). ``embed`` and ``dims`` are accepted
@@ -111,7 +117,14 @@ class MindstoreStore(BaseStore):
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
     ) -> None:
+        self._runner: Loop | None = None
+        sync_loop = getattr(store, "_loop", None)
+        if type(store).__module__ == "mindstore.sync" and isinstance(sync_loop, Loop):
+            # a mindstore.sync store: every call runs on that store's own loop thread
+            self._runner = sync_loop
+            store = getattr(store, "aio")  # noqa: B009 - Store (the annotation) has no .aio
         self.store = check_store(store, "MindstoreStore (LangGraph runs it on its own loop)")
+        self._own_loop: Loop | None = None  # see batch(): a loop-free store inside a loop
         self.namespace = check_name(namespace, "namespace")
         self.index_config = index
         self.ttl_config = ttl
@@ -125,7 +138,14 @@ class MindstoreStore(BaseStore):
     # ---- the two primitives LangGraph builds everything on --------------------------------
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Run ``ops`` in order; one result per op (``None`` for puts)."""
-        self._loop = asyncio.get_running_loop()
+        runner = self._runner
+        if runner is not None and not runner.in_thread():
+            return list(await asyncio.wrap_future(runner.submit(self._abatch, list(ops))))
+        return await self._abatch(ops)
+
+    async def _abatch(self, ops: Iterable[Op]) -> list[Result]:
+        if self._runner is None:
+            self._loop = asyncio.get_running_loop()
         results: list[Result] = []
         for op in ops:
             for field in ("namespace", "namespace_prefix"):
@@ -149,27 +169,46 @@ class MindstoreStore(BaseStore):
         return results
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """The synchronous :meth:`abatch` (see the module docstring for which loop runs it)."""
+        """The synchronous :meth:`abatch`; callable from any thread, also one whose event loop
+        is running (a Jupyter cell, a sync node under ``graph.invoke`` there).
+
+        Where it runs: on the ``mindstore.sync`` store's loop thread when given one; else on
+        the loop the store was last used from when that loop runs in another thread (LangGraph
+        runs sync nodes in worker threads); else, with no loop in this thread, in a fresh one.
+        With a loop running in this thread, a SQLite store (which is bound to no loop) runs the
+        call on this adapter's own loop thread; a PostgreSQL store's connections belong to that
+        running loop, which cannot serve a call while this thread blocks, so that raises
+        ``asyncio.InvalidStateError`` naming the fix (pass a ``mindstore.sync`` store).
+        """
         ops = list(ops)
+        if self._runner is not None:
+            return list(self._runner.call(self._abatch, ops))
         try:
-            running = asyncio.get_running_loop()
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             running = None
-        if running is not None:
-            raise asyncio.InvalidStateError(
-                "MindstoreStore: a synchronous call (put/get/search/...) was made inside the "
-                "running event loop; use the async methods (aput/aget/asearch/...) there"
-            )
         loop = self._loop
-        if loop is not None and loop.is_running():
-            return asyncio.run_coroutine_threadsafe(self.abatch(ops), loop).result()
-        return asyncio.run(self._abatch_detached(ops))
+        if loop is not None and loop is not running and loop.is_running():
+            return asyncio.run_coroutine_threadsafe(self._abatch(ops), loop).result()
+        if running is None:
+            return asyncio.run(self._abatch_detached(ops))
+        if getattr(self.store, "_binds_event_loop", True):
+            raise asyncio.InvalidStateError(
+                "MindstoreStore: a synchronous call (put/get/search/...) was made in a thread "
+                f"whose event loop is running, and the {type(self.store).__name__}'s "
+                "connections belong to that loop. Use the async methods (aput/aget/asearch/"
+                "...) there, or give MindstoreStore a mindstore.sync store (e.g. "
+                "mindstore.sync.PostgresStore.open(url)), which runs on its own loop thread"
+            )
+        if self._own_loop is None:
+            self._own_loop = Loop()
+        return list(self._own_loop.call(self._abatch_detached, ops))
 
     async def _abatch_detached(self, ops: list[Op]) -> list[Result]:
         # A throwaway loop must not become "the store's loop" for later sync calls.
         loop = self._loop
         try:
-            return await self.abatch(ops)
+            return await self._abatch(ops)
         finally:
             self._loop = loop
 
