@@ -12,16 +12,19 @@ Design (see :mod:`mindstore.integrations._store_rules` for the pure rules):
   ``langgraph:<namespace as a JSON array>``. JSON is injective, so tuples never collide.
 - **Values** round-trip as JSON (stored in the entry's unindexed ``data``); ``created_at`` is
   kept across updates, ``updated_at`` moves on every put.
-- **Search.** ``query`` runs mindstore's lexical search (BM25 ranking, stemming, phrases and
-  prefixes; see ``docs/search.md``) over the text of the indexed fields: the strings of the
-  whole value by default, or of the ``index`` fields (the store's ``index={"fields": [...]}``,
-  or ``put(..., index=[...])``; ``index=False`` makes an item unfindable by ``query``, though
-  ``filter`` still finds it). Without ``query`` items come newest-updated first. ``filter`` is
-  LangGraph's (equality and ``$eq``/``$ne``/``$gt``/``$gte``/``$lt``/``$lte``), applied to the
-  values before ``offset``/``limit``.
-- **index config.** Accepted in LangGraph's shape; ``fields`` chooses the indexed text today.
-  ``embed``/``dims`` are not used: semantic search comes from the mindstore store's own
-  embedder when it has one, not from a second LangGraph-side embedding model.
+- **Search.** Without a semantic index (below), ``query`` runs mindstore's lexical search
+  (BM25 ranking, stemming, phrases and prefixes; see ``docs/search.md``) over the text of the
+  indexed fields: the strings of the whole value by default, or of the ``index`` fields (the
+  store's ``index={"fields": [...]}``, or ``put(..., index=[...])``; ``index=False`` makes an
+  item unfindable by ``query``, though ``filter`` still finds it). Without ``query`` items
+  come newest-updated first. ``filter`` is LangGraph's (equality and ``$eq``/``$ne``/``$gt``/
+  ``$gte``/``$lt``/``$lte``), applied to the values before ``offset``/``limit``.
+- **index config.** LangGraph's ``{"dims", "embed", "fields"}`` is honoured as
+  ``InMemoryStore`` honours it (:mod:`mindstore.integrations._langgraph_vectors`): puts embed
+  the texts at ``fields`` with ``embed`` (or, without one, the mindstore store's embedder) and
+  keep the vectors in the entry's ``data``; ``query`` then ranks by cosine similarity with
+  ``InMemoryStore``'s scores. ``fields`` alone, on a store without an embedder, only chooses
+  the text of the full-text search.
 - **TTL** (``supports_ttl``). ``put(..., ttl=minutes)`` (or ``ttl={"default_ttl": m}``) makes an
   item expire ``m`` minutes after its last write or read (reads refresh unless
   ``refresh_ttl=False`` or ``ttl={"refresh_on_read": False}``). An expired item is never
@@ -85,6 +88,13 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised by tests/meta/test_extras.py
     raise MissingDependencyError("langgraph", "langgraph") from exc
 
+from mindstore.integrations._langgraph_vectors import (  # needs langgraph: after the try
+    SemanticIndex,
+    decode_vectors,
+    encode_vectors,
+    max_similarity,
+)
+
 __all__ = ["MindstoreStore"]
 
 _FETCH_MIN = 50  # search hits fetched per collection before filtering, at least
@@ -97,14 +107,16 @@ class MindstoreStore(BaseStore):
         store: an open mindstore store (``SQLiteStore``, ``PostgresStore``, ``open_store``),
             async or from :mod:`mindstore.sync`. It is not closed by this adapter.
         namespace: the mindstore namespace (tenant) the items live in.
-        index: LangGraph's index config; ``fields`` selects the text indexed for ``query``
-            (default ``["$"]``: every string of the value). ``embed`` and ``dims`` are accepted
-            and unused (see the module docstring).
+        index: LangGraph's index config: ``embed`` + ``dims`` (or the store's embedder) make
+            ``query`` semantic; ``fields`` selects what is embedded and full-text indexed
+            (default ``["$"]``: the whole value).
         ttl: LangGraph's TTL config (``default_ttl`` and ``sweep_interval_minutes`` in minutes,
             ``refresh_on_read``).
 
     Raises:
         ValueError: an empty or over-long ``namespace``.
+        ConfigError: a bad ``index`` (``dims`` not a positive integer, ``embed`` without
+            ``dims``, ``dims`` unlike the store embedder's).
     """
 
     supports_ttl = True
@@ -130,6 +142,7 @@ class MindstoreStore(BaseStore):
         self.ttl_config = ttl
         fields = (index or {}).get("fields") or ["$"]
         self._fields: list[str] = list(fields)
+        self._semantic = SemanticIndex.from_config(index, getattr(self.store, "embedder", None))
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sweeper: asyncio.Task[None] | None = None
         with contextlib.suppress(RuntimeError):
@@ -146,8 +159,10 @@ class MindstoreStore(BaseStore):
     async def _abatch(self, ops: Iterable[Op]) -> list[Result]:
         if self._runner is None:
             self._loop = asyncio.get_running_loop()
+        ops = list(ops)
+        vectors = await self._embed_puts(ops)  # before any op runs: a failure writes nothing
         results: list[Result] = []
-        for op in ops:
+        for i, op in enumerate(ops):
             for field in ("namespace", "namespace_prefix"):
                 if isinstance(getattr(op, field, None), str):  # ("users" became u, s, e, r, s)
                     raise InvalidNamespaceError(
@@ -160,7 +175,7 @@ class MindstoreStore(BaseStore):
             elif isinstance(op, SearchOp):
                 results.append(await self._search(op))
             elif isinstance(op, PutOp):
-                await self._put(op)
+                await self._put(op, vectors.get(i))
                 results.append(None)
             elif isinstance(op, ListNamespacesOp):
                 results.append(await self._list_namespaces(op))
@@ -229,7 +244,27 @@ class MindstoreStore(BaseStore):
         item: Item = _item(op.namespace, entry, record, Item)
         return item
 
-    async def _put(self, op: PutOp) -> None:
+    async def _embed_puts(self, ops: list[Op]) -> dict[int, dict[str, Any]]:
+        """The vector records of the batch's puts (by op position), in one embed call."""
+        semantic = self._semantic
+        if semantic is None:
+            return {}
+        wanted: list[tuple[int, list[tuple[str, str]]]] = []
+        for i, op in enumerate(ops):
+            if isinstance(op, PutOp) and isinstance(op.value, Mapping) and op.index is not False:
+                with contextlib.suppress(TypeError, ValueError):  # _put reports a bad value
+                    value = json.loads(json.dumps(op.value, ensure_ascii=False))
+                    wanted.append((i, semantic.texts(value, op.index)))
+        flat = await semantic.embed_documents([t for _, pairs in wanted for _, t in pairs])
+        out: dict[int, dict[str, Any]] = {}
+        at = 0
+        for i, pairs in wanted:
+            got = flat[at : at + len(pairs)]
+            at += len(pairs)
+            out[i] = encode_vectors([p for p, _ in pairs], got, semantic.dims)
+        return out
+
+    async def _put(self, op: PutOp, vectors: dict[str, Any] | None = None) -> None:
         key = self._key(op.namespace)
         if op.value is None:
             await self.store.delete_entry(key, op.key)
@@ -240,7 +275,10 @@ class MindstoreStore(BaseStore):
         if ttl is not None and (not isinstance(ttl, int | float) or ttl <= 0):
             raise ValueError(f"ttl must be a positive number of minutes or None, got {ttl!r}")
         try:
-            data = json.dumps({"value": op.value, "ttl": ttl}, ensure_ascii=False)
+            record = {"value": op.value, "ttl": ttl}
+            if vectors is not None:
+                record["vectors"] = vectors
+            data = json.dumps(record, ensure_ascii=False)
         except (TypeError, ValueError) as e:
             raise TypeError(f"a LangGraph store value must be JSON-serialisable: {e}") from e
         value = json.loads(data)["value"]  # index what get() will return
@@ -266,6 +304,8 @@ class MindstoreStore(BaseStore):
             if (ns := decode_label(label)) is not None and in_prefix(ns, op.namespace_prefix)
         ]
         now = datetime.now(UTC)
+        if op.query and self._semantic is not None:
+            return await self._semantic_search(op, spaces, offset, now)
         parsed = parse_query(op.query) if op.query else None
         found: list[tuple[tuple[str, ...], Entry, dict[str, Any], float | None]] = []
         for label, ns in spaces:
@@ -287,12 +327,45 @@ class MindstoreStore(BaseStore):
             found.sort(key=lambda f: (f[3] or 0.0, f[1].updated_at), reverse=True)
         page = found[offset : offset + op.limit]
         if op.refresh_ttl:
-            by_space: dict[tuple[str, ...], list[tuple[str, dict[str, Any]]]] = defaultdict(list)
-            for ns, entry, record, _ in page:
-                by_space[ns].append((entry.key, record))
-            for ns, items in by_space.items():
-                await self._refresh(self._key(ns), items)
+            await self._refresh_page([(ns, entry, record) for ns, entry, record, _ in page])
         return [_item(ns, entry, record, SearchItem, score) for ns, entry, record, score in page]
+
+    async def _semantic_search(
+        self,
+        op: SearchOp,
+        spaces: list[tuple[str, tuple[str, ...]]],
+        offset: int,
+        now: datetime,
+    ) -> list[SearchItem]:
+        """``InMemoryStore``'s semantic search: every live item of the prefix that passes the
+        filter, ranked by its best vector's cosine similarity with the query; items without
+        vectors (``index=False``, put before the index was configured) fill a short page
+        after them, unscored."""
+        semantic = self._semantic
+        assert semantic is not None and op.query
+        query = await semantic.embed_query(op.query)
+        found: list[tuple[tuple[str, ...], Entry, dict[str, Any]]] = []
+        for label, ns in spaces:
+            key = ScopeKey(namespace=self.namespace, session_id=None, label=label)
+            for entry in await self.store.list_entries(key):
+                if _expired(entry, now):
+                    continue
+                record = _record(entry)
+                if matches_filter(record["value"], op.filter):
+                    found.append((ns, entry, record))
+        scores = max_similarity(
+            query, (decode_vectors(r.get("vectors"), semantic.dims) for _, _, r in found)
+        )
+        scored = [(f, s) for f, s in zip(found, scores, strict=True) if s is not None]
+        scored.sort(key=lambda fs: (fs[1], fs[0][1].updated_at), reverse=True)
+        page: list[tuple[tuple[tuple[str, ...], Entry, dict[str, Any]], float | None]]
+        page = list(scored[offset : offset + op.limit])
+        if len(page) < op.limit:
+            unscored = [f for f, s in zip(found, scores, strict=True) if s is None]
+            page.extend((f, None) for f in unscored[: op.limit - len(page)])
+        if op.refresh_ttl:
+            await self._refresh_page([f for f, _ in page])
+        return [_item(ns, e, r, SearchItem, score) for (ns, e, r), score in page]
 
     async def _list_collection(
         self, key: ScopeKey, op: SearchOp, offset: int, now: datetime
@@ -331,6 +404,15 @@ class MindstoreStore(BaseStore):
         return select_namespaces(
             spaces, conditions, max_depth=op.max_depth, limit=op.limit, offset=max(0, op.offset)
         )
+
+    async def _refresh_page(
+        self, page: list[tuple[tuple[str, ...], Entry, dict[str, Any]]]
+    ) -> None:
+        by_space: dict[tuple[str, ...], list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+        for ns, entry, record in page:
+            by_space[ns].append((entry.key, record))
+        for ns, items in by_space.items():
+            await self._refresh(self._key(ns), items)
 
     async def _refresh(self, key: ScopeKey, items: list[tuple[str, dict[str, Any]]]) -> None:
         now = datetime.now(UTC)
