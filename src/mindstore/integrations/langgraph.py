@@ -18,18 +18,22 @@ Design (see :mod:`mindstore.integrations._store_rules` for the pure rules):
   store's ``index={"fields": [...]}``, or ``put(..., index=[...])``; ``index=False`` makes an
   item unfindable by ``query``, though ``filter`` still finds it). Without ``query`` items
   come newest-updated first. ``filter`` is LangGraph's (equality and ``$eq``/``$ne``/``$gt``/
-  ``$gte``/``$lt``/``$lte``), applied to the values before ``offset``/``limit``.
+  ``$gte``/``$lt``/``$lte``; a dotted key such as ``"user.access-level"`` reads a nested field,
+  as ``SqliteStore`` does), applied to the values before ``offset``/``limit``.
 - **index config.** LangGraph's ``{"dims", "embed", "fields"}`` is honoured as
   ``InMemoryStore`` honours it (:mod:`mindstore.integrations._langgraph_vectors`): puts embed
   the texts at ``fields`` with ``embed`` (or, without one, the mindstore store's embedder) and
   keep the vectors in the entry's ``data``; ``query`` then ranks by cosine similarity with
   ``InMemoryStore``'s scores. ``fields`` alone, on a store without an embedder, only chooses
   the text of the full-text search.
-- **TTL** (``supports_ttl``). ``put(..., ttl=minutes)`` (or ``ttl={"default_ttl": m}``) makes an
-  item expire ``m`` minutes after its last write or read (reads refresh unless
-  ``refresh_ttl=False`` or ``ttl={"refresh_on_read": False}``). An expired item is never
-  returned or listed, even before a sweep deletes it; :meth:`MindstoreStore.sweep_ttl` deletes
-  them (``start_ttl_sweeper`` runs it every ``sweep_interval_minutes``).
+- **TTL** (``supports_ttl``), as LangGraph's ``SqliteStore`` does it. ``put(..., ttl=minutes)``
+  (or ``ttl={"default_ttl": m}``) makes an item expire ``m`` minutes after its last write; a
+  read (``get``, ``search``) pushes the expiry of what it returns to ``m`` minutes from then
+  only when the store's config says ``ttl={"refresh_on_read": True}`` and the read does not
+  pass ``refresh_ttl=False``. An expired item is never returned or listed, even before a sweep
+  deletes it (``SqliteStore`` returns it until then); :meth:`MindstoreStore.sweep_ttl` (sync)
+  and :meth:`MindstoreStore.asweep_ttl` delete them (``start_ttl_sweeper`` runs it every
+  ``sweep_interval_minutes``).
 - **Batches** run their ops in order: a ``get`` after a ``put`` in the same batch sees the put.
 - **Sync calls** (``put``, ``get``, …) work from any thread, also where an event loop is
   running in the calling thread (a Jupyter cell, a sync node under ``graph.invoke`` there), as
@@ -48,9 +52,9 @@ import asyncio
 import contextlib
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from mindstore.errors import MissingDependencyError
 from mindstore.integrations._store_rules import (
@@ -97,6 +101,7 @@ from mindstore.integrations._langgraph_vectors import (  # needs langgraph: afte
 
 __all__ = ["MindstoreStore"]
 
+_T = TypeVar("_T")
 _FETCH_MIN = 50  # search hits fetched per collection before filtering, at least
 
 
@@ -195,18 +200,22 @@ class MindstoreStore(BaseStore):
         running loop, which cannot serve a call while this thread blocks, so that raises
         ``asyncio.InvalidStateError`` naming the fix (pass a ``mindstore.sync`` store).
         """
-        ops = list(ops)
+        return list(self._run_sync(self._abatch, list(ops)))
+
+    def _run_sync(self, fn: Callable[..., Coroutine[Any, Any, _T]], *args: Any) -> _T:
+        """``await fn(*args)`` from synchronous code, on the loop :meth:`batch` describes."""
         if self._runner is not None:
-            return list(self._runner.call(self._abatch, ops))
+            result: _T = self._runner.call(fn, *args)
+            return result
         try:
             running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             running = None
         loop = self._loop
         if loop is not None and loop is not running and loop.is_running():
-            return asyncio.run_coroutine_threadsafe(self._abatch(ops), loop).result()
+            return asyncio.run_coroutine_threadsafe(fn(*args), loop).result()
         if running is None:
-            return asyncio.run(self._abatch_detached(ops))
+            return asyncio.run(self._detached(fn, *args))
         if getattr(self.store, "_binds_event_loop", True):
             raise asyncio.InvalidStateError(
                 "MindstoreStore: a synchronous call (put/get/search/...) was made in a thread "
@@ -217,17 +226,28 @@ class MindstoreStore(BaseStore):
             )
         if self._own_loop is None:
             self._own_loop = Loop()
-        return list(self._own_loop.call(self._abatch_detached, ops))
+        result = self._own_loop.call(self._detached, fn, *args)
+        return result
 
-    async def _abatch_detached(self, ops: list[Op]) -> list[Result]:
-        # A throwaway loop must not become "the store's loop" for later sync calls.
+    async def _detached(self, fn: Callable[..., Coroutine[Any, Any, _T]], *args: Any) -> _T:
+        # A throwaway (or the adapter's own) loop must not become "the store's loop" for later
+        # sync calls.
         loop = self._loop
         try:
-            return await self._abatch(ops)
+            return await fn(*args)
         finally:
             self._loop = loop
 
     # ---- operations ---------------------------------------------------------------------------
+    def _refreshes(self, refresh_ttl: bool) -> bool:
+        """Whether a read refreshes the TTL of what it returns — exactly LangGraph's
+        ``SqliteStore``: the op asks for it (``refresh_ttl``, which ``BaseStore`` defaults to
+        the config's ``refresh_on_read``, else True) *and* the store's TTL config has
+        ``refresh_on_read`` set true. Without a TTL config, or without that key, reads never
+        move an expiry: an item expires ``ttl`` minutes after its last write."""
+        config = self.ttl_config
+        return bool(refresh_ttl and config and config.get("refresh_on_read", False))
+
     def _key(self, namespace: tuple[str, ...]) -> ScopeKey:
         return ScopeKey(
             namespace=self.namespace, session_id=None, label=encode_namespace(namespace)
@@ -239,7 +259,7 @@ class MindstoreStore(BaseStore):
         if entry is None or _expired(entry, datetime.now(UTC)):
             return None
         record = _record(entry)
-        if op.refresh_ttl:
+        if self._refreshes(op.refresh_ttl):
             await self._refresh(key, [(entry.key, record)])
         item: Item = _item(op.namespace, entry, record, Item)
         return item
@@ -326,7 +346,7 @@ class MindstoreStore(BaseStore):
         else:
             found.sort(key=lambda f: (f[3] or 0.0, f[1].updated_at), reverse=True)
         page = found[offset : offset + op.limit]
-        if op.refresh_ttl:
+        if self._refreshes(op.refresh_ttl):
             await self._refresh_page([(ns, entry, record) for ns, entry, record, _ in page])
         return [_item(ns, entry, record, SearchItem, score) for ns, entry, record, score in page]
 
@@ -363,7 +383,7 @@ class MindstoreStore(BaseStore):
         if len(page) < op.limit:
             unscored = [f for f, s in zip(found, scores, strict=True) if s is None]
             page.extend((f, None) for f in unscored[: op.limit - len(page)])
-        if op.refresh_ttl:
+        if self._refreshes(op.refresh_ttl):
             await self._refresh_page([f for f, _ in page])
         return [_item(ns, e, r, SearchItem, score) for (ns, e, r), score in page]
 
@@ -423,8 +443,17 @@ class MindstoreStore(BaseStore):
             await self.store.set_entry_expiry(key, expiries)
 
     # ---- TTL sweeping -------------------------------------------------------------------------
-    async def sweep_ttl(self) -> int:
-        """Delete the expired items of this store's mindstore namespace; returns how many."""
+    def sweep_ttl(self) -> int:
+        """Delete the expired items of this store's mindstore namespace; returns how many.
+        Synchronous, like ``SqliteStore.sweep_ttl`` (runs where :meth:`batch` runs)."""
+        return self._run_sync(self.asweep_ttl)
+
+    async def asweep_ttl(self) -> int:
+        """The async :meth:`sweep_ttl` (``AsyncSqliteStore.sweep_ttl``'s counterpart)."""
+        runner = self._runner
+        if runner is not None and not runner.in_thread():
+            swept = await asyncio.wrap_future(runner.submit(self.asweep_ttl))
+            return int(swept)
         return await self.store.delete_expired_entries(self.namespace)
 
     async def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> None:
@@ -438,7 +467,7 @@ class MindstoreStore(BaseStore):
         async def sweep_forever() -> None:
             while True:
                 await asyncio.sleep(interval)
-                await self.sweep_ttl()
+                await self.asweep_ttl()
 
         self._sweeper = asyncio.get_running_loop().create_task(sweep_forever())
 
