@@ -170,32 +170,43 @@ def encode_vectors(
     return {"dims": dims, "paths": list(paths), "f32": base64.b64encode(packed.tobytes()).decode()}
 
 
-def decode_vectors(record: Any, dims: int) -> list[Sequence[float]]:
-    """The unit vectors of a stored record of size ``dims`` ([] for none or another size)."""
+def decode_vectors(record: Any, dims: int) -> bytes:
+    """The packed unit vectors (little-endian float32) of a stored record of size ``dims``
+    (``b""`` for none, or for vectors of another size)."""
     if not isinstance(record, dict) or record.get("dims") != dims:
-        return []
-    packed = array("f")
-    packed.frombytes(base64.b64decode(record["f32"]))
-    if sys.byteorder != "little":  # pragma: no cover
-        packed.byteswap()
-    return [packed[i : i + dims] for i in range(0, len(packed), dims)]
+        return b""
+    packed = base64.b64decode(record["f32"])
+    return packed if len(packed) % (4 * dims) == 0 else b""
 
 
-def max_similarity(
-    query: Sequence[float], items: Iterable[list[Sequence[float]]]
-) -> list[float | None]:
-    """Per item, the best cosine similarity of ``query`` with its vectors (None: it has none)."""
-    groups = list(items)
+def max_similarity(query: Sequence[float], items: Iterable[bytes], dims: int) -> list[float | None]:
+    """Per item (its packed vectors, :func:`decode_vectors`), the best cosine similarity of
+    ``query`` with its vectors (max pooling, as ``InMemoryStore``); None when it has none."""
+    blobs = list(items)
     q = _unit(query)
+    counts = [len(b) // (4 * dims) for b in blobs]
     if _np is not None:
-        flat = [v for g in groups for v in g]
-        if not flat:
-            return [None] * len(groups)
-        scores = _np.asarray(flat, dtype=_np.float64) @ _np.asarray(q, dtype=_np.float64)
-        out: list[float | None] = []
-        at = 0
-        for g in groups:
-            out.append(float(scores[at : at + len(g)].max()) if g else None)
-            at += len(g)
+        if not any(counts):
+            return [None] * len(blobs)
+        matrix = _np.frombuffer(b"".join(blobs), dtype="<f4").reshape(-1, dims)
+        scores = matrix.astype(_np.float64) @ _np.asarray(q, dtype=_np.float64)
+        starts = _np.cumsum([0, *counts[:-1]])
+        nonempty = [i for i, c in enumerate(counts) if c]
+        best = _np.maximum.reduceat(scores, starts[nonempty])
+        out: list[float | None] = [None] * len(blobs)
+        for i, score in zip(nonempty, best.tolist(), strict=True):
+            out[i] = float(score)
         return out
-    return [max(sum(map(operator.mul, q, v)) for v in g) if g else None for g in groups]
+    result: list[float | None] = []
+    for blob, count in zip(blobs, counts, strict=True):
+        if not count:
+            result.append(None)
+            continue
+        packed = array("f")
+        packed.frombytes(blob)
+        if sys.byteorder != "little":  # pragma: no cover
+            packed.byteswap()
+        result.append(
+            max(sum(map(operator.mul, q, packed[i * dims : (i + 1) * dims])) for i in range(count))
+        )
+    return result

@@ -374,7 +374,9 @@ class MindstoreStore(BaseStore):
                 if matches_filter(record["value"], op.filter):
                     found.append((ns, entry, record))
         scores = max_similarity(
-            query, (decode_vectors(r.get("vectors"), semantic.dims) for _, _, r in found)
+            query,
+            (decode_vectors(r.get("vectors"), semantic.dims) for _, _, r in found),
+            semantic.dims,
         )
         scored = [(f, s) for f, s in zip(found, scores, strict=True) if s is not None]
         scored.sort(key=lambda fs: (fs[1], fs[0][1].updated_at), reverse=True)
