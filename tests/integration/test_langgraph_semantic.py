@@ -234,3 +234,25 @@ async def test_async_embed_and_sync_calls(store: Store, backend: str) -> None:
     # the sync API from a worker thread (LangGraph's sync nodes under ainvoke)
     hits = await asyncio.to_thread(lambda: lg.search(("d",), query="programming"))
     assert [i.key for i in hits] == ["b", "a"]
+
+
+async def test_sqlite_store_spelling_text_fields_and_the_embeddings_attribute(store: Store) -> None:
+    """``SqliteStore`` names the paths ``text_fields`` (a list or one string) and exposes the
+    LangChain ``embeddings`` it made, as ``InMemoryStore`` does."""
+    embed = ConceptEmbed()
+    ref = InMemoryStore(index={"dims": DIMS, "embed": embed, "fields": ["title"]})
+    for text_fields in (["title"], "title"):
+        lg = MindstoreStore(
+            store,
+            namespace=f"tf-{type(text_fields).__name__}",
+            index={"dims": DIMS, "embed": embed, "text_fields": text_fields},
+        )
+        assert lg.embeddings is not None and lg.embeddings.embed_query("cat") == embed.vector("cat")
+        for s in (lg, ref):
+            await s.aput(("d",), "a", {"title": "python code", "body": "the cat"})
+            await s.aput(("d",), "b", {"title": "a kitten", "body": "python"})
+        ours, theirs = await both(lg, ref, ("d",), query="feline")
+        assert ours == theirs and ours[0][0] == "b"
+    assert MindstoreStore(store).embeddings is None
+    with pytest.raises(ConfigError, match="fields"):
+        MindstoreStore(store, index={"dims": DIMS, "embed": embed, "fields": [1]})

@@ -25,13 +25,20 @@ from array import array
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
+from langchain_core.embeddings import Embeddings
 from langgraph.store.base import IndexConfig, get_text_at_path, tokenize_path
 from langgraph.store.base.embed import ensure_embeddings
 
 from mindstore.embeddings import Embedder, embed_batch
 from mindstore.errors import ConfigError, EmbeddingError
 
-__all__ = ["SemanticIndex", "decode_vectors", "encode_vectors", "max_similarity"]
+__all__ = [
+    "SemanticIndex",
+    "decode_vectors",
+    "encode_vectors",
+    "index_fields",
+    "max_similarity",
+]
 
 _np: Any
 try:  # numpy (the ``embeddings`` extra) makes scoring a matrix product; optional
@@ -57,6 +64,8 @@ class SemanticIndex:
     ) -> None:
         self.fields = list(fields)
         self.dims = dims
+        #: the LangChain ``Embeddings`` of the config's ``embed`` (None: the store's embedder)
+        self.embeddings: Embeddings | None = None
         self._embed_documents = embed_documents
         self._embed_query = embed_query
 
@@ -73,7 +82,7 @@ class SemanticIndex:
         """
         if not index:
             return None
-        fields = list(index.get("fields") or ["$"])
+        fields = index_fields(index)
         for path in fields:
             if path != "$":
                 tokenize_path(path)  # a malformed path fails here, not at the first put
@@ -85,7 +94,9 @@ class SemanticIndex:
             if dims is None:
                 raise ConfigError('index has "embed" but no "dims" (the vectors\' size)')
             embeddings = ensure_embeddings(embed)
-            return cls(fields, dims, embeddings.aembed_documents, embeddings.aembed_query)
+            made = cls(fields, dims, embeddings.aembed_documents, embeddings.aembed_query)
+            made.embeddings = embeddings
+            return made
         if embedder is None:
             return None
         if dims is not None and dims != embedder.dimensions:
@@ -153,6 +164,21 @@ class SemanticIndex:
         if not all(math.isfinite(x) for x in out):
             raise EmbeddingError("the embed function returned a vector with NaN or infinity")
         return out
+
+
+def index_fields(index: Any) -> list[str]:
+    """The paths an index config names: ``fields`` (LangGraph's ``IndexConfig``) or
+    ``text_fields`` (``SqliteStore``'s spelling; a string is one path); default ``["$"]``.
+
+    Raises:
+        ConfigError: they are not a list of strings.
+    """
+    fields = (index or {}).get("fields") or (index or {}).get("text_fields") or ["$"]
+    if isinstance(fields, str):
+        fields = [fields]
+    if not isinstance(fields, list | tuple) or not all(isinstance(f, str) for f in fields):
+        raise ConfigError(f"index fields must be a list of JSON paths, got {fields!r}")
+    return list(fields)
 
 
 def _unit(vector: Sequence[float]) -> list[float]:

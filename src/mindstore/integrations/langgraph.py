@@ -96,6 +96,7 @@ from mindstore.integrations._langgraph_vectors import (  # needs langgraph: afte
     SemanticIndex,
     decode_vectors,
     encode_vectors,
+    index_fields,
     max_similarity,
 )
 
@@ -145,9 +146,10 @@ class MindstoreStore(BaseStore):
         self.namespace = check_name(namespace, "namespace")
         self.index_config = index
         self.ttl_config = ttl
-        fields = (index or {}).get("fields") or ["$"]
-        self._fields: list[str] = list(fields)
+        self._fields: list[str] = index_fields(index)
         self._semantic = SemanticIndex.from_config(index, getattr(self.store, "embedder", None))
+        #: the LangChain ``Embeddings`` of ``index["embed"]`` (as on ``InMemoryStore``), or None
+        self.embeddings = None if self._semantic is None else self._semantic.embeddings
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sweeper: asyncio.Task[None] | None = None
         with contextlib.suppress(RuntimeError):
