@@ -11,6 +11,12 @@ Workload (the calls a LangGraph agent's memory makes), on one file-backed store 
 median per call of ``aget`` (random key), ``asearch`` with a ``filter`` in one user namespace,
 ``asearch`` with a ``query`` in one user namespace, ``alist_namespaces(prefix=("users",))``.
 
+Semantic search (``index={"dims", "embed", "fields"}``): the same N items put with an index
+config into MindstoreStore and into LangGraph's ``InMemoryStore`` (the baseline, same run, same
+scripted embed function — a hashed bag of words, so both pay the same embedding cost), then the
+median ``asearch(query=…)`` in one user namespace and across all of them, and how often the two
+stores return the same top 10 (same keys in the same order; scores equal to 1e-5).
+
 Baseline: ``langgraph.store.sqlite.aio.AsyncSqliteStore`` (``pip install
 langgraph-checkpoint-sqlite``; a benchmark peer, never a mindstore dependency) on its own SQLite
 file. Without an ``index`` config it ignores ``query`` (no full-text search), so its query row
@@ -86,6 +92,100 @@ async def workload(store: BaseStore, n: int, repeat: int) -> dict[str, float]:
     return out
 
 
+DIMS = 256
+
+
+_WORD_VECTORS: dict[str, list[float]] = {}
+
+
+def _word_vector(word: str) -> list[float]:
+    vector = _WORD_VECTORS.get(word)
+    if vector is None:
+        rng = random.Random(word)
+        vector = _WORD_VECTORS[word] = [rng.gauss(0.0, 1.0) for _ in range(DIMS)]
+    return vector
+
+
+def embed(texts: list[str]) -> list[list[float]]:
+    """A scripted embedding model: a text is the sum of its words' fixed random directions
+    (dense, so scores are continuous and two stores' rankings can be compared exactly)."""
+    out = []
+    for text in texts:
+        v = [0.0] * DIMS
+        for word in text.split():
+            v = [a + b for a, b in zip(v, _word_vector(word), strict=True)]
+        out.append(v)
+    return out
+
+
+INDEX: Any = {"dims": DIMS, "embed": embed, "fields": ["text"]}
+
+
+async def semantic_workload(
+    store: BaseStore, n: int, repeat: int, queries: list[str]
+) -> tuple[dict[str, float], list[list[tuple[str, float]]]]:
+    rng = random.Random(5)
+    items = random.Random(9)
+    t0 = time.perf_counter()
+    for i in range(n):
+        text = " ".join(items.choices(WORDS, k=12))
+        await store.aput(("users", USERS[i % len(USERS)], "memories"), f"m{i}", {"text": text})
+    out = {"aput with embedding (per item)": (time.perf_counter() - t0) / n * 1e6}
+
+    async def one_user() -> None:
+        ns = ("users", rng.choice(USERS), "memories")
+        await store.asearch(ns, query=" ".join(rng.choices(WORDS, k=3)), limit=10)
+
+    async def all_users() -> None:
+        await store.asearch(("users",), query=" ".join(rng.choices(WORDS, k=3)), limit=10)
+
+    out["asearch semantic, one user"] = await per_call(one_user, repeat)
+    out["asearch semantic, all users"] = await per_call(all_users, max(5, repeat // 20))
+    tops = []
+    for q in queries:
+        hits = await store.asearch(("users",), query=q, limit=10)
+        tops.append([(h.key, h.score or 0.0) for h in hits])
+    return out, tops
+
+
+async def run_semantic(url: str | None, n: int, repeat: int) -> dict[str, Any]:
+    """MindstoreStore (SQLite file, or PostgreSQL when ``url``) against InMemoryStore."""
+    from langgraph.store.memory import InMemoryStore
+
+    rng = random.Random(21)
+    queries = [" ".join(rng.choices(WORDS, k=3)) for _ in range(20)]
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        store = await open_store(url or f"{tmp}/s.db")
+        try:
+            results["mindstore"] = await semantic_workload(
+                MindstoreStore(store, namespace="semantic", index=INDEX), n, repeat, queries
+            )
+        finally:
+            await store.aclose()
+    results["InMemoryStore"] = await semantic_workload(
+        InMemoryStore(index=INDEX), n, repeat, queries
+    )
+    return results
+
+
+def print_semantic(label: str, results: dict[str, Any], n: int) -> None:
+    ours, ours_tops = results["mindstore"]
+    base, base_tops = results["InMemoryStore"]
+    same = sum(
+        [k for k, _ in a] == [k for k, _ in b]
+        and all(abs(x - y) <= 1e-5 for (_, x), (_, y) in zip(a, b, strict=True))
+        for a, b in zip(ours_tops, base_tops, strict=True)
+    )
+    print()
+    print(f"Semantic search, {label}, {n} items, dims={DIMS}; median µs per call")
+    print("operation | mindstore | InMemoryStore | ratio")
+    print("--- | --- | --- | ---")
+    for op in ours:
+        print(f"{op} | {ours[op]:.0f} | {base[op]:.0f} | {ours[op] / base[op]:.2f}×")
+    print(f"same top 10 (keys, order, scores to 1e-5): {same} of {len(ours_tops)} queries")
+
+
 async def run_mindstore(url: str, n: int, repeat: int) -> dict[str, float]:
     store = await open_store(url)
     try:
@@ -131,6 +231,9 @@ async def main() -> None:
         if pg:
             results["mindstore PostgreSQL"] = await run_postgres(pg, n, repeat)
         base = await run_baseline(Path(tmp) / "lg.db", n, repeat)
+    semantic = {"SQLite": await run_semantic(None, n, repeat)}
+    if pg:
+        semantic["PostgreSQL"] = await run_semantic(pg, n, repeat)
     print(f"LangGraph store, {n} items over {len(USERS)} namespaces; median µs per call")
     header = ["operation", *results, "AsyncSqliteStore", "ratio (SQLite)"]
     print(" | ".join(header))
@@ -142,6 +245,8 @@ async def main() -> None:
         else:
             row += [f"{base[op]:.0f}", f"{results['mindstore SQLite'][op] / base[op]:.2f}×"]
         print(" | ".join(row))
+    for label, result in semantic.items():
+        print_semantic(label, result, n)
 
 
 if __name__ == "__main__":

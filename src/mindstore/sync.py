@@ -115,12 +115,17 @@ class Loop:
             RuntimeError: the loop was stopped (the store was closed), or the call was made
                 from the loop's own thread (it would wait for itself forever).
         """
-        if threading.get_ident() == self._thread.ident:
+        if self.in_thread():
             raise RuntimeError(
                 "a mindstore.sync method was called from the store's own event loop thread "
                 "(e.g. from a callback mindstore runs); use the async object (.aio) there"
             )
         return self.submit(fn, *args).result()
+
+    def in_thread(self) -> bool:
+        """Whether the caller runs on this loop's own thread (where :meth:`call` would wait
+        for itself, and a coroutine can simply be awaited)."""
+        return threading.get_ident() == self._thread.ident
 
     def submit(self, fn: Callable[..., Any], /, *args: Any) -> concurrent.futures.Future[Any]:
         """Start ``fn(*args)`` on the loop; a future of its (awaited) result."""

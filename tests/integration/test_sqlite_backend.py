@@ -96,11 +96,12 @@ def test_a_sync_store_or_no_store_where_an_async_store_is_needed(tmp_path: Path)
         for make in (
             lambda s: Session.create(s, "x"),
             lambda s: SessionManager(s),
-            lambda s: MindstoreStore(s),
         ):
             with pytest.raises(TypeError, match="needs an async mindstore store"):
                 make(store)
-        MindstoreSession("x", store)  # (runs a sync store's calls on its own loop: accepted)
+        # (these run a sync store's calls on its own loop: accepted)
+        MindstoreSession("x", store)
+        MindstoreStore(store)
         for bad in (None, "agent.db", object()):
             for make in (
                 lambda s: Session.create(s, "x"),

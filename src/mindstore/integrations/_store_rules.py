@@ -121,7 +121,26 @@ def matches_filter(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -
     """
     if not filter:
         return True
-    return all(_compare(value.get(k), f) for k, f in filter.items())
+    return all(_compare(field_at(value, k), f) for k, f in filter.items())
+
+
+_MISSING: Final = object()
+
+
+def field_at(value: Mapping[str, Any], key: str) -> Any:
+    """The field a filter key names: ``"user.access-level"`` is ``value["user"]["access-level"]``
+    (dots go down through nested objects, as LangGraph's ``SqliteStore`` reads them with
+    ``json_extract(value, '$.user.access-level')``); a key with no such path falls back to a
+    top-level field of that literal name (``InMemoryStore``'s reading). None when neither."""
+    if "." in key:
+        node: Any = value
+        for part in key.split("."):
+            node = node.get(part, _MISSING) if isinstance(node, Mapping) else _MISSING
+            if node is _MISSING:
+                break
+        else:
+            return node
+    return value.get(key)
 
 
 def _compare(actual: Any, wanted: Any) -> bool:

@@ -73,6 +73,10 @@ class StoreFront(ABC):
     #: whether :func:`._rules.prepare_append` also tokenises for the index (PostgreSQL sends
     #: the index rows with the insert; SQLite's domain code indexes inside the transaction).
     _index_in_prepare: ClassVar[bool] = False
+    #: whether the store's connections belong to the event loop it was first used on (a
+    #: PostgreSQL pool does; SQLite's one connection runs inline on any loop or thread).
+    #: Adapters that run sync calls on a loop of their own (the LangGraph store) read it.
+    _binds_event_loop: ClassVar[bool] = True
 
     @abstractmethod
     async def _write(self, fn: Callable[..., Any], *args: Any) -> Any:

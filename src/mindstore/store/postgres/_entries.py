@@ -25,36 +25,49 @@ _KEY_WHERE = "WHERE namespace = %s AND scope = %s AND label = %s AND key = %s"
 Scope = tuple[str, str, str]
 
 
+_INSERT_SQL = (
+    # One clock reading for both times: a new entry's created_at equals its updated_at exactly
+    # (two clock_timestamp() calls differ by microseconds).
+    "INSERT INTO entries (namespace, scope, label, key, content, description, "
+    "data, created_at, updated_at, expires_at) "
+    "SELECT %s, %s, %s, %s, %s, %s, %s, coalesce(%s, t.now), t.now, %s "
+    "FROM (SELECT clock_timestamp() AS now) t"
+)
+
+
 async def put_entry(conn: Conn, k: Scope, new: NewEntry) -> None:
-    # a rewritten entry gets a new id: ids order entries by their last write, which is how
-    # equal scores are ordered (most recently written first); its creation time is carried
-    # over (NULL in rows older than m006: their updated_at)
-    cur = await conn.execute(
-        f"DELETE FROM entries {_KEY_WHERE} RETURNING id, coalesce(created_at, updated_at)",
-        (*k, new.key),
-    )
-    old = await cur.fetchone()
-    if old is not None:
+    """Insert or replace one entry; concurrent writers of one key end with the last one's.
+
+    A new key is inserted with ``ON CONFLICT DO NOTHING`` (a concurrent inserter of the same
+    key makes it wait for that one's commit, then do nothing instead of failing on the primary
+    key). An existing key is locked (``FOR UPDATE``) and rewritten under the lock. A row that a
+    concurrent writer deleted between the two statements sends it round again.
+    """
+    args = (*k, new.key, new.content, new.description, new.data)
+    while True:
+        cur = await conn.execute(
+            f"{_INSERT_SQL} ON CONFLICT (namespace, scope, label, key) DO NOTHING RETURNING id",
+            (*args, None, new.expires_at),
+        )
+        row = await cur.fetchone()
+        if row is not None:
+            break
+        cur = await conn.execute(
+            f"SELECT id, coalesce(created_at, updated_at) FROM entries {_KEY_WHERE} FOR UPDATE",
+            (*k, new.key),
+        )
+        old = await cur.fetchone()
+        if old is None:
+            continue  # deleted (and committed) since the insert saw it: try the insert again
+        # a rewritten entry gets a new id: ids order entries by their last write, which is how
+        # equal scores are ordered (most recently written first); its creation time is carried
+        # over (NULL in rows older than m006: their updated_at)
+        await conn.execute("DELETE FROM entries WHERE id = %s", (old[0],))
         await lexical.unindex(conn, entry_collection(*k), [old[0]])
-    cur = await conn.execute(
-        # One clock reading for both times: a new entry's created_at equals its
-        # updated_at exactly (two clock_timestamp() calls differ by microseconds).
-        "INSERT INTO entries (namespace, scope, label, key, content, description, "
-        "data, created_at, updated_at, expires_at) "
-        "SELECT %s, %s, %s, %s, %s, %s, %s, coalesce(%s, t.now), t.now, %s "
-        "FROM (SELECT clock_timestamp() AS now) t RETURNING id",
-        (
-            *k,
-            new.key,
-            new.content,
-            new.description,
-            new.data,
-            old[1] if old else None,
-            new.expires_at,
-        ),
-    )
-    row = await cur.fetchone()
-    assert row is not None
+        cur = await conn.execute(f"{_INSERT_SQL} RETURNING id", (*args, old[1], new.expires_at))
+        row = await cur.fetchone()
+        assert row is not None
+        break
     await lexical.index_entry(conn, k, row[0], new.key, new.content, new.description)
 
 

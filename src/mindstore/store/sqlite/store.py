@@ -172,6 +172,7 @@ class SQLiteStore(StoreFront, VectorMethods):
         return self._db.tx(write=write)
 
     _domains = Domains(_messages, _search, _state, _entries, _registry)
+    _binds_event_loop = False
 
     async def _write(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(conn, *args)`` in one write transaction (a savepoint inside
