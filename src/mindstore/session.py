@@ -200,9 +200,23 @@ class Session:
         self.blocks.configure(spec)
         return self
 
-    def with_cached_prompt(self, enabled: bool = True) -> Session:
-        """Persist the frozen system prompt per (namespace, session)."""
-        self.blocks.set_cached_prompt(enabled)
+    def with_cached_prompt(self, provider: Any = True) -> Session:
+        """Persist the frozen system prompt, so a new process reuses it without calling any
+        provider.
+
+        Args:
+            provider: ``True`` (default): in the store, per (namespace, session). A writable
+                provider (``get()`` / ``set(content)``, sync or async) of your choosing: the
+                prompt lives there — a freeze returns its text when it has one, else renders
+                and stores it with ``set``; a refresh stores the new one. A store-backed provider
+                (e.g. ``StoreBlockProvider(store, scope="namespace")``, one prompt for the
+                namespace) is bound to this session under the label ``"_system_prompt"``.
+                ``False``: do not persist.
+
+        Raises:
+            TypeError: ``provider`` is neither a bool nor an object with ``get`` and ``set``.
+        """
+        self.blocks.set_cached_prompt(provider)
         return self
 
     def on_compaction(self, fn: Callable[..., Any]) -> Session:
@@ -494,8 +508,29 @@ class Session:
         return await self.blocks.refresh_system_prompt()
 
     async def get_loaded_skills(self) -> list[tuple[str, str]]:
-        """``(label, key)`` of the skills currently loaded in this session."""
+        """``(label, key)`` of the skills currently loaded in this session (as
+        :meth:`loaded_skills`)."""
         return await self.blocks.get_loaded_skills()
+
+    async def loaded_skills(self) -> list[tuple[str, str]]:
+        """``(label, key)`` of the skills currently loaded in this session, read from the store
+        (loads and unloads by other workers and earlier processes included)."""
+        return await self.blocks.get_loaded_skills()
+
+    async def unload_skill(self, label: str, key: str) -> bool:
+        """Unload a loaded skill, reclaiming its context: from now on ``get_history()`` shows
+        ``[skill unloaded: <key>]`` instead of the documents loaded so far (the stored result is
+        kept). What the ``unload_context`` tool does.
+
+        Returns:
+            ``True`` when it was loaded and is now unloaded; ``False`` when it was not loaded
+            (or another worker unloaded it first).
+
+        Raises:
+            TypeError: ``label`` or ``key`` is not a string.
+            BlockNotFoundError: no loadable (skill) block has that label; nothing changed.
+        """
+        return await self.blocks.unload_skill(label, key)
 
     async def tools(self) -> ToolSet:
         """The memory tools for the blocks present: ``set_context``, ``load_context``,

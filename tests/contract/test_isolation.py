@@ -171,6 +171,8 @@ async def test_namespace_a_never_sees_or_touches_namespace_b(store: Store) -> No
     await p.ok("render_system_prompt", s.render_system_prompt())
     await p.ok("freeze_system_prompt", s.freeze_system_prompt())
     assert await p.ok("get_loaded_skills", s.get_loaded_skills()) == []
+    assert await p.ok("loaded_skills", s.loaded_skills()) == []
+    assert await p.ok("unload_skill", s.unload_skill("skills", "doc")) is False  # B's is loaded
     assert await p.ok("get_compactions", s.get_compactions()) == []
     await p.fails("expand_compaction", s.expand_compaction(b_compaction_id), MindstoreError)
     await p.fails("revert_compaction", s.revert_compaction(b_compaction_id), CompactionError)
@@ -209,6 +211,8 @@ async def test_namespace_a_never_sees_or_touches_namespace_b(store: Store) -> No
     assert await p.ok("append", a.append("s2", msg("m1", "alpha other"))) is True
     assert await p.ok("append_message", s.append_message(msg("m7", "alpha seven"))) is True
     await p.ok("update_message", s.update_message(msg("m1", "alpha updated")))
+    assert await p.ok("upsert", a.upsert("s1", msg("m1", "alpha upserted"))) == "m1"  # update
+    assert await p.ok("upsert", a.upsert("s2", msg("m9", "alpha nine"))) == "m9"  # append
     assert await p.ok("delete_messages", s.delete_messages(["m2"])) == 1
     comp = await p.ok("add_compaction", s.add_compaction("alpha summary", "m3", "m4"))
     await p.ok("expand_compaction", s.expand_compaction(comp.id))
@@ -297,6 +301,7 @@ EXERCISED = {
     "add_usage",
     "session",
     "delete_namespace",
+    "upsert",
     # Session
     "append_message",
     "get_history",
@@ -320,6 +325,8 @@ EXERCISED = {
     "freeze_system_prompt",
     "refresh_system_prompt",
     "get_loaded_skills",
+    "loaded_skills",
+    "unload_skill",
     "get_compactions",
     "add_compaction",
     "expand_compaction",
