@@ -170,6 +170,17 @@ class SessionManager:
         ``scope="namespace"``); any other provider object is shared by every session."""
         return self._record(lambda s: s.with_cached_prompt(provider))
 
+    def with_blob_store(
+        self, url: Any, *, storage_options: Mapping[str, Any] | None = None
+    ) -> SessionManager:
+        """:meth:`Session.with_blob_store` for every session handed out."""
+        return self._record(lambda s: s.with_blob_store(url, storage_options=storage_options))
+
+    def with_media_eviction(self, **options: Any) -> SessionManager:
+        """:meth:`Session.with_media_eviction` for every session handed out (same keyword
+        arguments)."""
+        return self._record(lambda s: s.with_media_eviction(**options))
+
     def on_compaction(self, fn: Callable[..., Any]) -> SessionManager:
         """:meth:`Session.on_compaction` for every session handed out."""
         return self._record(lambda s: s.on_compaction(fn))

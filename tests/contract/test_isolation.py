@@ -30,6 +30,7 @@ from mindstore.store.base import ScopeKey, SessionKey, Store
 
 MARK = "bravosecret"
 SIDS = ("s1", "s2")
+BLOBS = "memory://isolation-blobs"
 
 
 def msg(mid: str, text: str, role: str = "user") -> dict[str, Any]:
@@ -213,6 +214,7 @@ async def test_namespace_a_never_sees_or_touches_namespace_b(store: Store) -> No
     await p.ok("update_message", s.update_message(msg("m1", "alpha updated")))
     assert await p.ok("upsert", a.upsert("s1", msg("m1", "alpha upserted"))) == "m1"  # update
     assert await p.ok("upsert", a.upsert("s2", msg("m9", "alpha nine"))) == "m9"  # append
+    await p.ok("evict_media", s.evict_media(older_than_messages=1, min_bytes=256, blob_store=BLOBS))
     assert await p.ok("delete_messages", s.delete_messages(["m2"])) == 1
     comp = await p.ok("add_compaction", s.add_compaction("alpha summary", "m3", "m4"))
     await p.ok("expand_compaction", s.expand_compaction(comp.id))
@@ -284,6 +286,8 @@ SESSION_BUILDERS = {
     "compact_after",
     "on_compaction_error",
     "with_searchable_history",
+    "with_blob_store",
+    "with_media_eviction",
 }
 EXERCISED = {
     # SessionManager
@@ -333,6 +337,7 @@ EXERCISED = {
     "revert_compaction",
     "compact",
     "count_message_tokens",
+    "evict_media",
 }
 
 

@@ -109,6 +109,7 @@ class Compactor:
         # run-time state
         self._prompt_tokens: tuple[str, int] | None = None
         self._auto_compacting = False
+        self._append_hooks: list[Callable[[dict[str, Any]], Awaitable[None]]] = []
 
     # ---- configuration (no I/O) -------------------------------------------------------------
     def on_compaction(self, fn: Callable[..., Any]) -> None:
@@ -129,11 +130,19 @@ class Compactor:
             raise TypeError("on_compaction_error takes a callable handler(error)")
         self._error_handler = handler
 
+    def add_append_hook(self, hook: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+        """Run ``hook(message)`` after every fresh append, before the compaction check (the
+        session's automatic media eviction). A hook must not raise."""
+        self._append_hooks.append(hook)
+
     # ---- automatic compaction -------------------------------------------------------------------
     async def after_append(self, message: dict[str, Any]) -> None:
-        """The automatic compaction check after a fresh insert of ``message`` (call it after
-        every append that inserted; for a batch, once with its last new message). Never
-        raises: errors go to the ``on_compaction_error`` handler, else the log."""
+        """The automatic steps after a fresh insert of ``message`` — the append hooks, then the
+        compaction check (call it after every append that inserted; for a batch, once with its
+        last new message). Never raises: compaction errors go to the ``on_compaction_error``
+        handler, else the log."""
+        for hook in self._append_hooks:
+            await hook(message)
         threshold = self._threshold
         if threshold is None or self._auto_compacting:
             return
