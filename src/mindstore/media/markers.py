@@ -9,6 +9,12 @@ loads them again. :func:`plan_eviction` rewrites one message so that the large v
 * a string of at least ``min_bytes`` anywhere inside a tool part's ``output`` is replaced in
   place by such a marker (the output keeps its shape, so a tool's own replay still works).
 
+* in the input item that the OpenAI Agents SDK adapter keeps in ``metadata["openaiItem"]``
+  (:mod:`mindstore.integrations.openai_items`), the ``image_url`` / ``file_data`` of an
+  ``input_image`` / ``input_file`` block of its ``content`` or list ``output`` — replaced in
+  place; :func:`~mindstore.integrations.openai_items.items_of` then sends that block as an
+  ``input_text`` block holding the marker (see :func:`evicted_item_blocks`).
+
 Text and reasoning parts are never touched (they are the conversation; the row-size limit
 already bounds them). Because markers are ordinary text, every converter, UI, token estimate and
 the search index handle an evicted message as it is, and a model reads the marker.
@@ -44,6 +50,7 @@ __all__ = [
     "MIN_EVICT_BYTES",
     "Eviction",
     "evicted_digests",
+    "evicted_item_blocks",
     "evicted_items",
     "evicted_store_url",
     "hydrate_message",
@@ -59,6 +66,8 @@ MIN_EVICT_BYTES = 256
 """The smallest ``min_bytes`` accepted: a marker must be much smaller than what it replaces."""
 
 _MAX_DEPTH = 32  # how deep inside a tool output strings are looked for
+_ITEM_KEY = "openaiItem"  # = mindstore.integrations.openai_items.ITEM_KEY (no import: pure)
+_ITEM_BLOCK_FIELDS = {"input_image": "image_url", "input_file": "file_data"}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -209,14 +218,72 @@ def plan_eviction(message: Mapping[str, Any], *, min_bytes: int, store_url: str)
             output = plan.walk(part["output"], ["parts", i, "output"], 0)
             if output is not part["output"]:
                 new_parts[i] = {**part, "output": output}
+    kept_item = _evict_kept_item(message, plan)
     if not plan.items:
         return None
     out = {k: v for k, v in message.items()}
     out["parts"] = new_parts
     out["metadata"] = _with_record(message, plan.items, store_url)
+    if kept_item is not None:
+        out["metadata"][_ITEM_KEY] = kept_item
     return Eviction(
         message=out, blobs=plan.blobs, items=len(plan.items), bytes_removed=plan.removed
     )
+
+
+def _item_blocks(item: Mapping[str, Any]) -> list[tuple[str, int, str]]:
+    """``(key, index, field)`` of the image/file blocks of a kept input item: its ``content``
+    (message items) or a list ``output`` (function and custom tool outputs)."""
+    found = []
+    for key in ("content", "output"):
+        blocks = item.get(key)
+        if not isinstance(blocks, list):
+            continue
+        for j, block in enumerate(blocks):
+            if isinstance(block, dict):
+                name = _ITEM_BLOCK_FIELDS.get(str(block.get("type")))
+                if name is not None and isinstance(block.get(name), str):
+                    found.append((key, j, name))
+    return found
+
+
+def _evict_kept_item(message: Mapping[str, Any], plan: _Plan) -> dict[str, Any] | None:
+    """The Agents SDK adapter's kept item with its large image/file data replaced by markers
+    (``None`` when there is no kept item or nothing of that size in it)."""
+    meta = message.get("metadata")
+    item = meta.get(_ITEM_KEY) if isinstance(meta, dict) else None
+    if not isinstance(item, dict):
+        return None
+    out: dict[str, Any] | None = None
+    for key, j, name in _item_blocks(item):
+        value = item[key][j][name]
+        if len(value) * 4 < plan.min_bytes or len(_utf8(value)) < plan.min_bytes:
+            continue
+        if out is None:
+            out = copy.deepcopy(item)
+        media = _data_url_media_type(value)
+        digest, n = plan.take(value)
+        record: dict[str, Any] = {
+            "path": ["metadata", _ITEM_KEY, key, j, name],
+            "sha256": digest,
+            "bytes": n,
+        }
+        if media:
+            record["mediaType"] = media
+        plan.items.append(record)
+        filename = item[key][j].get("filename")
+        out[key][j][name] = marker_text(n, media, filename if isinstance(filename, str) else None)
+    return out
+
+
+def evicted_item_blocks(message: Mapping[str, Any]) -> list[tuple[str, int]]:
+    """``(key, index)`` of the blocks of ``message``'s kept Agents SDK item whose data was
+    evicted (their field holds the marker text)."""
+    return [
+        (p[2], p[3])
+        for i in evicted_items(message)
+        if isinstance(p := i.get("path"), list) and len(p) == 5 and p[:2] == ["metadata", _ITEM_KEY]
+    ]
 
 
 def _with_record(
