@@ -262,6 +262,7 @@ def render() -> str:
         "    def call(self, fn: Callable[..., Any], /, *args: Any) -> Any: ...",
         "    def submit(self, fn: Callable[..., Any], /, *args: Any)"
         " -> concurrent.futures.Future[Any]: ...",
+        "    def in_thread(self) -> bool: ...",
         "    def stop(self) -> None: ...",
         "",
         "class _Twin:",

@@ -10,6 +10,7 @@ The tree::
     ├── InvalidKeyError          (also ValueError)   a skill/entry key that could escape its root
     ├── ConflictError                                compare-and-append lost the race
     ├── BlockNotFoundError       (also LookupError)  no context block with that label
+    ├── MediaNotFoundError       (also LookupError)  an evicted media object is missing or corrupt
     ├── ReadOnlyBlockError                           the block cannot be written
     ├── TokenBudgetError                             a write would exceed the block's max_tokens
     ├── CompactionError                              no compaction function, or an invalid result
@@ -34,6 +35,7 @@ __all__ = [
     "EmbeddingError",
     "InvalidKeyError",
     "InvalidMessageError",
+    "MediaNotFoundError",
     "MessageNotFoundError",
     "MindstoreError",
     "MissingDependencyError",
@@ -82,6 +84,11 @@ class ConflictError(MindstoreError):
 
 class BlockNotFoundError(MindstoreError, LookupError):
     """No context block with that label is configured for this session."""
+
+
+class MediaNotFoundError(MindstoreError, LookupError):
+    """An evicted media object that a marker names cannot be read back: it is missing from the
+    blob store, its bytes do not match its SHA-256 name, or no blob store is known."""
 
 
 class ReadOnlyBlockError(MindstoreError):

@@ -54,7 +54,7 @@ from mindstore.errors import (
     StoreError,
 )
 from mindstore.hybrid import search_messages
-from mindstore.messages import new_message_id, validate_id
+from mindstore.messages import new_message_id, validate_id, validate_message
 from mindstore.search import SearchResult, parse_query
 from mindstore.session import DEFAULT_MAX_MESSAGE_BYTES, Session, new_message
 from mindstore.session_search import (
@@ -79,6 +79,7 @@ SPLIT_CONTEXT_PREFIX = "[Context from previous session]"
 """First line of the message that seeds a session created by ``compact_and_split``."""
 
 MAX_LIST_LIMIT = 1000
+_UPSERT_ATTEMPTS = 4  # read → write rounds an upsert tries while other workers race it
 DEFAULT_SESSION_CACHE_SIZE = 1024
 """How many :class:`Session` objects a :class:`SessionManager` keeps cached by default."""
 
@@ -167,9 +168,22 @@ class SessionManager:
         """:meth:`Session.with_context` for every session handed out (same arguments)."""
         return self._record(lambda s: s.blocks.configure(spec))
 
-    def with_cached_prompt(self, enabled: bool = True) -> SessionManager:
-        """:meth:`Session.with_cached_prompt` for every session handed out."""
-        return self._record(lambda s: s.with_cached_prompt(enabled))
+    def with_cached_prompt(self, provider: Any = True) -> SessionManager:
+        """:meth:`Session.with_cached_prompt` for every session handed out. A store-backed
+        provider is bound per session (each keeps its own prompt, or the namespace's with
+        ``scope="namespace"``); any other provider object is shared by every session."""
+        return self._record(lambda s: s.with_cached_prompt(provider))
+
+    def with_blob_store(
+        self, url: Any, *, storage_options: Mapping[str, Any] | None = None
+    ) -> SessionManager:
+        """:meth:`Session.with_blob_store` for every session handed out."""
+        return self._record(lambda s: s.with_blob_store(url, storage_options=storage_options))
+
+    def with_media_eviction(self, **options: Any) -> SessionManager:
+        """:meth:`Session.with_media_eviction` for every session handed out (same keyword
+        arguments)."""
+        return self._record(lambda s: s.with_media_eviction(**options))
 
     def on_compaction(self, fn: Callable[..., Any]) -> SessionManager:
         """:meth:`Session.on_compaction` for every session handed out."""
@@ -403,6 +417,51 @@ class SessionManager:
         if fresh:
             await session.compactor.after_append(fresh[-1])
         return inserted
+
+    async def upsert(
+        self,
+        session_id: str,
+        message: dict[str, Any],
+        parent_id: str | _Sentinel | None = AUTO,
+    ) -> str:
+        """Update the message with this id if the session has it, else append it (what a
+        streaming UI calls on every chunk: the first call appends, later ones replace the
+        content). Returns the message id (generated when the message had none). Touches
+        ``updated_at`` either way.
+
+        An append goes through :meth:`Session.append_message` (``parent_id`` applies to it
+        only, and auto-compaction runs as after any append); an update through
+        :meth:`Session.update_message` (the parent never changes; no compaction check, as in
+        the reference). Races settle to "the last upsert's content is stored": an append that
+        finds the id already inserted by another worker updates it instead, and an update
+        whose message was deleted meanwhile appends it again.
+
+        Raises:
+            InvalidMessageError: malformed message; nothing written.
+            MessageNotFoundError: appending, and ``parent_id`` is not in the session.
+            StoreError: the store failed (``message_ids`` holds the id used, as for appends).
+        """
+        session = self.session(session_id)
+        message = validate_message(message)  # refuse before any I/O; an id generated if missing
+        mid = str(message["id"])
+        for _ in range(_UPSERT_ATTEMPTS):
+            if await session.get_message(mid) is not None:
+                try:
+                    # The session's row first, as appends take it (the same lock order
+                    # everywhere: no deadlock with concurrent appends and upserts).
+                    async with self._store.transaction(lock=[session.key]):
+                        await session.update_message(message)
+                        await self._store.update_session(session.key)  # touch updated_at
+                    return mid
+                except MessageNotFoundError:
+                    pass  # deleted since the read: append it again
+            if await session.append_message(message, parent_id):
+                return mid
+            # another worker appended this id since the read: update it
+        raise ConflictError(
+            f"upsert of message {mid!r} kept racing concurrent appends and deletes of the same "
+            f"id in session {session_id!r}; nothing more was written — retry"
+        )
 
     async def fork(self, session_id: str, at_message_id: str, name: str | None) -> SessionInfo:
         """Start a new session whose history is the source path root → ``at_message_id``.

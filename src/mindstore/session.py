@@ -13,7 +13,9 @@ holds three collaborators, each built with the session's store and key:
 * :attr:`Session.reader` — :class:`~mindstore.compaction.reader.HistoryReader`: stored rows as
   the model sees them (skill unloads, then compaction overlays);
 * :attr:`Session.compactor` — :class:`~mindstore.compaction.session_compaction.Compactor`:
-  overlays, ``compact()`` and the automatic compaction check after appends.
+  overlays, ``compact()`` and the automatic compaction check after appends;
+* :attr:`Session.media` — :class:`~mindstore.media.session_media.MediaEvictor`: old media
+  moved to a blob store (``evict_media``, ``with_media_eviction``) and ``hydrate=True`` reads.
 
 The context and compaction methods of the public API delegate to them, one call each. Code that
 appends without :meth:`Session.append_message` (``SessionManager.append_all``, the
@@ -26,7 +28,7 @@ message changes nothing; a store failure carries the id used, so a retry cannot 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -43,6 +45,13 @@ from mindstore.errors import (
     StoreError,
 )
 from mindstore.hybrid import search_messages
+from mindstore.media.blobs import BlobStore
+from mindstore.media.session_media import (
+    DEFAULT_EVICT_MIN_BYTES,
+    DEFAULT_KEEP_RECENT,
+    EvictionReport,
+    MediaEvictor,
+)
 from mindstore.messages import validate_id, validate_message
 from mindstore.prompt import ContextBlock
 from mindstore.search import SearchResult, parse_query
@@ -143,6 +152,8 @@ class Session:
         self.compactor = Compactor(
             store, self._key, tokenizer=tokenizer, reader=self.reader, prompt=self.blocks
         )
+        self.media = MediaEvictor(store, self._key, tokenizer=tokenizer)
+        self.compactor.add_append_hook(self.media.after_append)
 
     @classmethod
     def create(
@@ -200,9 +211,55 @@ class Session:
         self.blocks.configure(spec)
         return self
 
-    def with_cached_prompt(self, enabled: bool = True) -> Session:
-        """Persist the frozen system prompt per (namespace, session)."""
-        self.blocks.set_cached_prompt(enabled)
+    def with_cached_prompt(self, provider: Any = True) -> Session:
+        """Persist the frozen system prompt, so a new process reuses it without calling any
+        provider.
+
+        Args:
+            provider: ``True`` (default): in the store, per (namespace, session). A writable
+                provider (``get()`` / ``set(content)``, sync or async) of your choosing: the
+                prompt lives there — a freeze returns its text when it has one, else renders
+                and stores it with ``set``; a refresh stores the new one. A store-backed provider
+                (e.g. ``StoreBlockProvider(store, scope="namespace")``, one prompt for the
+                namespace) is bound to this session under the label ``"_system_prompt"``.
+                ``False``: do not persist.
+
+        Raises:
+            TypeError: ``provider`` is neither a bool nor an object with ``get`` and ``set``.
+        """
+        self.blocks.set_cached_prompt(provider)
+        return self
+
+    def with_blob_store(
+        self, url: str | BlobStore, *, storage_options: Mapping[str, Any] | None = None
+    ) -> Session:
+        """Where this session's evicted media lives (a folder, or an fsspec URL such as
+        ``s3://bucket/media`` with ``storage_options`` for S3/R2/MinIO): used by
+        ``hydrate=True`` reads and as :meth:`evict_media`'s default. Without it, reads use the
+        store URL recorded in each evicted message.
+
+        Raises:
+            ValueError / TypeError: ``url`` is not a path, URL or ``BlobStore``.
+        """
+        self.media.set_blob_store(url, storage_options)
+        return self
+
+    def with_media_eviction(
+        self,
+        *,
+        older_than_messages: int = DEFAULT_KEEP_RECENT,
+        min_bytes: int = DEFAULT_EVICT_MIN_BYTES,
+        blob_store: str | BlobStore | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> Session:
+        """Evict media automatically after every append: the messages that just left the
+        tail (as :meth:`evict_media` with these arguments; ``blob_store`` defaults to
+        :meth:`with_blob_store`'s). A failing pass never fails the append; it is logged.
+
+        Raises:
+            ValueError: ``older_than_messages`` < 1 or ``min_bytes`` < 256.
+        """
+        self.media.set_auto(older_than_messages, min_bytes, blob_store, storage_options)
         return self
 
     def on_compaction(self, fn: Callable[..., Any]) -> Session:
@@ -298,19 +355,61 @@ class Session:
             await self.compactor.after_append(msg)
         return inserted
 
-    async def get_history(self, leaf_id: str | None = None) -> list[dict[str, Any]]:
+    async def get_history(
+        self, leaf_id: str | None = None, *, hydrate: bool = False
+    ) -> list[dict[str, Any]]:
         """The root→``leaf_id`` path (``None``: the latest leaf) with compaction overlays and
-        skill unloads applied.
+        skill unloads applied. Evicted media shows as its markers unless ``hydrate=True``,
+        which reads it back from the blob store (identical to the message before eviction).
 
         Raises:
             MessageNotFoundError: unknown ``leaf_id``.
+            MediaNotFoundError: hydrating, and an evicted object is missing or corrupt.
         """
-        return await self.reader.history(leaf_id)
+        history = await self.reader.history(leaf_id)
+        return await self.media.hydrate(history) if hydrate else history
 
-    async def get_message(self, message_id: str) -> dict[str, Any] | None:
-        """The stored message (no overlays), or None."""
+    async def get_message(self, message_id: str, *, hydrate: bool = False) -> dict[str, Any] | None:
+        """The stored message (no overlays), or None; ``hydrate`` as for :meth:`get_history`."""
         row = await self._store.get_message(self._key, message_id)
-        return row.message if row is not None else None
+        if row is None:
+            return None
+        return (await self.media.hydrate([row.message]))[0] if hydrate else row.message
+
+    async def evict_media(
+        self,
+        *,
+        older_than_messages: int = DEFAULT_KEEP_RECENT,
+        min_bytes: int = DEFAULT_EVICT_MIN_BYTES,
+        blob_store: str | BlobStore | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        leaf_id: str | None = None,
+    ) -> EvictionReport:
+        """Move large media of old messages out of the database.
+
+        On the path to ``leaf_id`` (default: the latest leaf), every message more than
+        ``older_than_messages`` from its end loses its ``file`` parts with ``data:`` URLs and
+        the strings inside tool outputs of at least ``min_bytes`` UTF-8 bytes: each value goes
+        to ``blob_store`` as a content-addressed object and a marker such as ``[evicted
+        image/png, 1398104 bytes]`` takes its place (see :mod:`mindstore.media.markers`).
+        Each message is rewritten through the store's message update (search index and token
+        counts follow), in its own transaction, after its objects are durable — a crash at
+        any instant loses nothing. Reads return the markers; ``hydrate=True`` the originals.
+
+        Raises:
+            ValueError: no blob store (none given, none configured), ``older_than_messages``
+                < 1 or ``min_bytes`` < 256.
+            MessageNotFoundError: unknown ``leaf_id``.
+            StoreError: the blob store or the database failed; messages rewritten before the
+                failure stay rewritten, the others are untouched.
+        """
+        return await self.media.evict(
+            older_than_messages=older_than_messages,
+            min_bytes=min_bytes,
+            blob_store=blob_store,
+            storage_options=storage_options,
+            leaf_id=leaf_id,
+        )
 
     async def get_node(self, message_id: str) -> MessageNode | None:
         row = await self._store.get_message(self._key, message_id)
@@ -338,12 +437,14 @@ class Session:
         max_bytes: int | None = None,
         min_messages: int = 1,
         leaf_id: str | None = None,
+        hydrate: bool = False,
     ) -> RecentHistory:
         """The longest suffix of the path within the budgets (at least ``min_messages``).
 
         Budgets apply to the stored messages. Overlays are applied inside the window; when the
         budget cuts through a summarised range, the window starts with that summary instead of
         the covered messages it holds, so the result is always a suffix of ``get_history()``.
+        ``hydrate`` as for :meth:`get_history` (budgets count the stored markers).
         """
         for name, value in (("max_tokens", max_tokens), ("max_bytes", max_bytes)):
             if value is not None and (not isinstance(value, int) or value < 0):
@@ -357,8 +458,9 @@ class Session:
             max_bytes=max_bytes,
             min_messages=max(1, min_messages),
         )
+        messages = await self.reader.present(window.messages, window=window.truncated)
         return RecentHistory(
-            messages=await self.reader.present(window.messages, window=window.truncated),
+            messages=await self.media.hydrate(messages) if hydrate else messages,
             truncated=window.truncated,
             total_tokens=window.total_tokens,
             total_bytes=window.total_bytes,
@@ -513,8 +615,29 @@ class Session:
         return await self.blocks.refresh_system_prompt()
 
     async def get_loaded_skills(self) -> list[tuple[str, str]]:
-        """``(label, key)`` of the skills currently loaded in this session."""
+        """``(label, key)`` of the skills currently loaded in this session (as
+        :meth:`loaded_skills`)."""
         return await self.blocks.get_loaded_skills()
+
+    async def loaded_skills(self) -> list[tuple[str, str]]:
+        """``(label, key)`` of the skills currently loaded in this session, read from the store
+        (loads and unloads by other workers and earlier processes included)."""
+        return await self.blocks.get_loaded_skills()
+
+    async def unload_skill(self, label: str, key: str) -> bool:
+        """Unload a loaded skill, reclaiming its context: from now on ``get_history()`` shows
+        ``[skill unloaded: <key>]`` instead of the documents loaded so far (the stored result is
+        kept). What the ``unload_context`` tool does.
+
+        Returns:
+            ``True`` when it was loaded and is now unloaded; ``False`` when it was not loaded
+            (or another worker unloaded it first).
+
+        Raises:
+            TypeError: ``label`` or ``key`` is not a string.
+            BlockNotFoundError: no loadable (skill) block has that label; nothing changed.
+        """
+        return await self.blocks.unload_skill(label, key)
 
     async def tools(self) -> ToolSet:
         """The memory tools for the blocks present: ``set_context``, ``load_context``,

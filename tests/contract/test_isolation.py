@@ -30,6 +30,7 @@ from mindstore.store.base import ScopeKey, SessionKey, Store
 
 MARK = "bravosecret"
 SIDS = ("s1", "s2")
+BLOBS = "memory://isolation-blobs"
 
 
 def msg(mid: str, text: str, role: str = "user") -> dict[str, Any]:
@@ -172,6 +173,8 @@ async def test_namespace_a_never_sees_or_touches_namespace_b(store: Store) -> No
     await p.ok("render_system_prompt", s.render_system_prompt())
     await p.ok("freeze_system_prompt", s.freeze_system_prompt())
     assert await p.ok("get_loaded_skills", s.get_loaded_skills()) == []
+    assert await p.ok("loaded_skills", s.loaded_skills()) == []
+    assert await p.ok("unload_skill", s.unload_skill("skills", "doc")) is False  # B's is loaded
     assert await p.ok("get_compactions", s.get_compactions()) == []
     await p.fails("expand_compaction", s.expand_compaction(b_compaction_id), MindstoreError)
     await p.fails("revert_compaction", s.revert_compaction(b_compaction_id), CompactionError)
@@ -210,6 +213,9 @@ async def test_namespace_a_never_sees_or_touches_namespace_b(store: Store) -> No
     assert await p.ok("append", a.append("s2", msg("m1", "alpha other"))) is True
     assert await p.ok("append_message", s.append_message(msg("m7", "alpha seven"))) is True
     await p.ok("update_message", s.update_message(msg("m1", "alpha updated")))
+    assert await p.ok("upsert", a.upsert("s1", msg("m1", "alpha upserted"))) == "m1"  # update
+    assert await p.ok("upsert", a.upsert("s2", msg("m9", "alpha nine"))) == "m9"  # append
+    await p.ok("evict_media", s.evict_media(older_than_messages=1, min_bytes=256, blob_store=BLOBS))
     assert await p.ok("delete_messages", s.delete_messages(["m2"])) == 1
     comp = await p.ok("add_compaction", s.add_compaction("alpha summary", "m3", "m4"))
     await p.ok("expand_compaction", s.expand_compaction(comp.id))
@@ -283,6 +289,8 @@ SESSION_BUILDERS = {
     "compact_after",
     "on_compaction_error",
     "with_searchable_history",
+    "with_blob_store",
+    "with_media_eviction",
 }
 EXERCISED = {
     # SessionManager
@@ -301,6 +309,7 @@ EXERCISED = {
     "add_usage",
     "session",
     "delete_namespace",
+    "upsert",
     # Session
     "append_message",
     "get_history",
@@ -324,6 +333,8 @@ EXERCISED = {
     "freeze_system_prompt",
     "refresh_system_prompt",
     "get_loaded_skills",
+    "loaded_skills",
+    "unload_skill",
     "get_compactions",
     "add_compaction",
     "expand_compaction",
@@ -331,6 +342,7 @@ EXERCISED = {
     "compact",
     "wait_compaction",
     "count_message_tokens",
+    "evict_media",
 }
 
 

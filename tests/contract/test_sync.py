@@ -210,3 +210,20 @@ def test_background_compaction_from_plain_code(sync_store: Any) -> None:
     s.wait_compaction()
     assert s.get_compactions()
     assert any(m["id"].startswith("compaction_") for m in s.get_history())
+
+
+def test_sync_upsert_eviction_and_hydration(sync_store: Any, tmp_path: Path) -> None:
+    """Issue 32's calls from plain code: upsert, evict_media, hydrate=True, unload_skill."""
+    manager = sync.SessionManager(sync_store, namespace="sync-media")
+    url = "data:image/png;base64," + "Q" * 40_000
+    shot = {"id": "u1", "role": "user", "parts": [{"type": "file", "url": url}]}
+    assert manager.upsert("s", shot) == "u1"
+    assert manager.upsert("s", text("assistant", "partial", "a1")) == "a1"
+    assert manager.upsert("s", text("assistant", "final answer", "a1")) == "a1"
+    session = manager.session("s").with_blob_store(str(tmp_path / "blobs"))
+    report = session.evict_media(older_than_messages=1)
+    assert (report.messages, report.items) == (1, 1)
+    plain = session.get_history()
+    assert plain[0]["parts"][0]["type"] == "text" and len(plain) == 2
+    assert session.get_history(hydrate=True)[0] == shot
+    assert session.loaded_skills() == []

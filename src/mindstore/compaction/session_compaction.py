@@ -171,6 +171,7 @@ class Compactor:
         self._prompt_tokens: tuple[str, int] | None = None
         self._auto_compacting = False
         self._background = False
+        self._append_hooks: list[Callable[[dict[str, Any]], Awaitable[None]]] = []
 
     # ---- configuration (no I/O) -------------------------------------------------------------
     def on_compaction(self, fn: Callable[..., Any]) -> None:
@@ -207,12 +208,20 @@ class Compactor:
             raise TypeError("on_compaction_error takes a callable handler(error)")
         self._error_handler = handler
 
+    def add_append_hook(self, hook: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+        """Run ``hook(message)`` after every fresh append, before the compaction check (the
+        session's automatic media eviction). A hook must not raise."""
+        self._append_hooks.append(hook)
+
     # ---- automatic compaction -------------------------------------------------------------------
     async def after_append(self, message: dict[str, Any]) -> None:
-        """The automatic compaction check after a fresh insert of ``message`` (call it after
-        every append that inserted; for a batch, once with its last new message). Never
-        raises: errors go to the ``on_compaction_error`` handler, else the log. With
-        ``background=True`` it only schedules the check and returns at once."""
+        """The automatic steps after a fresh insert of ``message`` — the append hooks, then the
+        compaction check (call it after every append that inserted; for a batch, once with its
+        last new message). Never raises: compaction errors go to the ``on_compaction_error``
+        handler, else the log. With ``background=True`` the check is only scheduled and this
+        returns at once."""
+        for hook in self._append_hooks:
+            await hook(message)
         if self._threshold is None:
             return
         mid = str(message["id"])

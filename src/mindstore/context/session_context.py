@@ -17,6 +17,10 @@ Invariants:
   model provider's prefix cache stays warm. With ``with_cached_prompt()`` the frozen prompt is
   stored per (namespace, session): a new process returns it without touching any provider, and
   concurrent first freezes agree (the store keeps the first one written).
+  ``with_cached_prompt(provider)`` keeps it in a writable provider of the user's choosing
+  instead (the reference's ``withCachedPrompt(provider)``): a freeze returns the provider's
+  text when it holds one, else renders and stores it with ``set``; a refresh always stores it. A
+  store-backed provider is bound to the session under the label :data:`PROMPT_LABEL`.
 * **Budgets.** ``max_tokens`` is checked on the *result* of a write; an append to a store-backed
   block is one atomic read-modify-write in the store, so concurrent appends from any number of
   processes never lose a line, and an over-budget append changes nothing. A writable block
@@ -68,9 +72,15 @@ from mindstore.tools import Tool, ToolSet
 __all__ = [
     "DEFAULT_BLOCK_MAX_TOKENS",
     "DEFAULT_ENTRY_MAX_TOKENS",
+    "PROMPT_LABEL",
     "ContextBlocks",
+    "check_prompt_provider",
     "join_block_content",
 ]
+
+PROMPT_LABEL = "_system_prompt"
+"""The label under which a store-backed provider given to ``with_cached_prompt(provider)``
+keeps the frozen prompt (the reference's ``_system_prompt`` key)."""
 
 DEFAULT_BLOCK_MAX_TOKENS = 32_000
 """Cap of a writable block configured without ``max_tokens``: its content goes into every
@@ -115,6 +125,25 @@ def _guarded(fn: Callable[[dict[str, Any]], Awaitable[str]]) -> Callable[..., Aw
     return run
 
 
+def check_prompt_provider(provider: Any) -> tuple[bool, Any]:
+    """``(cached, provider)`` for ``with_cached_prompt(provider)``: ``True`` keeps the prompt
+    in the store, ``False`` nowhere, an object with ``get()`` and ``set(content)`` in it.
+
+    Raises:
+        TypeError: anything else (checked when the builder is called, before any I/O).
+    """
+    if isinstance(provider, bool):
+        return provider, None
+    if provider is None or not (
+        callable(getattr(provider, "get", None)) and callable(getattr(provider, "set", None))
+    ):
+        raise TypeError(
+            "with_cached_prompt takes True, False or a writable provider (an object with "
+            f"get() and set(content)), got {type(provider).__name__}"
+        )
+    return True, provider
+
+
 def _accepts_keyword(fn: Any, name: str) -> bool:
     try:
         params = inspect.signature(fn).parameters
@@ -132,6 +161,8 @@ class ContextBlocks:
         self._tokenizer = tokenizer
         self._specs: dict[str, BlockSpec] = {}  # registration order
         self._cached_prompt = False
+        self._prompt_provider: Any = None  # with_cached_prompt(provider), bound on first use
+        self._prompt_provider_ready = False
         self._blocks: dict[str, _Block] = {}  # bound providers, by label
         self._frozen_prompt: str | None = None
         self._prompt_lock = asyncio.Lock()
@@ -142,8 +173,11 @@ class ContextBlocks:
         """Register (or reconfigure) ``spec.label``; bound and initialised on first use."""
         self._specs[spec.label] = spec
 
-    def set_cached_prompt(self, enabled: bool) -> None:
-        self._cached_prompt = enabled
+    def set_cached_prompt(self, provider: Any) -> None:
+        """``True``: the store keeps the frozen prompt; ``False``: nobody; a writable provider:
+        that provider (see :func:`check_prompt_provider`)."""
+        self._cached_prompt, self._prompt_provider = check_prompt_provider(provider)
+        self._prompt_provider_ready = False
 
     # ---- block resolution ---------------------------------------------------------------------
     def _bind(self, spec: BlockSpec) -> _Block:
@@ -318,6 +352,43 @@ class ContextBlocks:
         """Render the blocks as they are now (nothing frozen or stored)."""
         return render_system_prompt(await self.get_context_blocks())
 
+    async def _bound_prompt_provider(self) -> Any:
+        provider = self._prompt_provider
+        if provider is None or self._prompt_provider_ready:
+            return provider
+        if isinstance(provider, StoreBackedProvider):
+            provider = provider.bind(
+                namespace=self._key.namespace, session_id=self._key.session_id, label=PROMPT_LABEL
+            )
+        init = getattr(provider, "init", None)
+        if callable(init):
+            await maybe_await(init(PROMPT_LABEL))
+        self._prompt_provider = provider
+        self._prompt_provider_ready = True
+        return provider
+
+    async def _stored_prompt(self) -> str | None:
+        provider = await self._bound_prompt_provider()
+        if provider is not None:
+            value = await maybe_await(provider.get())
+            # A provider with nothing stored answers None or "" (a store-backed block reads
+            # "" before its first write): both mean "render it".
+            return None if value is None or value == "" else str(value)
+        if self._cached_prompt:
+            return await self._store.get_prompt(self._key)
+        return None
+
+    async def _keep_prompt(self, prompt: str, *, overwrite: bool) -> str:
+        provider = await self._bound_prompt_provider()
+        if provider is not None:
+            await maybe_await(provider.set(prompt))
+            return prompt
+        if self._cached_prompt:
+            # Another process may have frozen first: the store keeps and returns its prompt
+            # (overwrite=False), so every process agrees.
+            return await self._store.put_prompt(self._key, prompt, overwrite=overwrite)
+        return prompt
+
     async def freeze_system_prompt(self) -> str:
         """The frozen prompt; see the module docstring."""
         frozen = self._frozen_prompt
@@ -326,24 +397,16 @@ class ContextBlocks:
         async with self._prompt_lock:
             if self._frozen_prompt is not None:
                 return self._frozen_prompt
-            prompt: str | None = None
-            if self._cached_prompt:
-                prompt = await self._store.get_prompt(self._key)
+            prompt = await self._stored_prompt()
             if prompt is None:
-                prompt = await self.render_system_prompt()
-                if self._cached_prompt:
-                    # Another process may have frozen first: the store keeps and returns its
-                    # prompt, so every process agrees.
-                    prompt = await self._store.put_prompt(self._key, prompt, overwrite=False)
+                prompt = await self._keep_prompt(await self.render_system_prompt(), overwrite=False)
             self._frozen_prompt = prompt
             return prompt
 
     async def refresh_system_prompt(self) -> str:
         """Re-render, store (with a cached prompt) and freeze the prompt."""
         async with self._prompt_lock:
-            prompt = await self.render_system_prompt()
-            if self._cached_prompt:
-                prompt = await self._store.put_prompt(self._key, prompt, overwrite=True)
+            prompt = await self._keep_prompt(await self.render_system_prompt(), overwrite=True)
             self._frozen_prompt = prompt
             return prompt
 
@@ -351,6 +414,28 @@ class ContextBlocks:
     async def get_loaded_skills(self) -> list[tuple[str, str]]:
         """``(label, key)`` of the skills currently loaded in this session."""
         return [(s.label, s.key) for s in await self._store.get_skill_states(self._key) if s.loaded]
+
+    async def unload_skill(self, label: str, key: str) -> bool:
+        """Unload skill ``key`` of the loadable block ``label``; ``False`` when it was not
+        loaded (or another worker unloaded it first). Non-destructive: the stored result stays
+        and history shows ``[skill unloaded: <key>]`` in its place.
+
+        Raises:
+            TypeError: ``label`` or ``key`` is not a string.
+            BlockNotFoundError: no loadable block has that label; nothing changed.
+        """
+        for name, value in (("label", label), ("key", key)):
+            if not isinstance(value, str):
+                raise TypeError(f"{name} must be a string, got {type(value).__name__}")
+        block = await self._block(label)
+        if block.kind != "loadable":
+            raise BlockNotFoundError(
+                f'block "{label}" is {block.kind}, not loadable: only skill blocks have skills '
+                "to unload"
+            )
+        if (label, key) not in await self.get_loaded_skills():
+            return False
+        return await self._store.set_skill_loaded(self._key, label, key, False)
 
     # ---- generated tools ----------------------------------------------------------------------
     async def tools(self) -> ToolSet:
@@ -479,11 +564,8 @@ class ContextBlocks:
         key = args.get("key")
         if not isinstance(key, str):
             raise ValueError("key must be a string")
-        not_loaded = f'Skill "{key}" is not currently loaded in "{block.label}".'
-        if (block.label, key) not in await self.get_loaded_skills():
-            return not_loaded
-        if not await self._store.set_skill_loaded(self._key, block.label, key, False):
-            return not_loaded  # another worker unloaded it first
+        if not await self.unload_skill(block.label, key):
+            return f'Skill "{key}" is not currently loaded in "{block.label}".'
         return f'Unloaded "{key}" from {block.label}. Context reclaimed.'
 
     async def _tool_search_context(self, args: dict[str, Any]) -> str:

@@ -32,6 +32,7 @@ from mindstore.formats.history import (
     responses_content_part,
 )
 from mindstore.formats.openai_responses import to_openai_responses
+from mindstore.media.markers import evicted_item_blocks
 from mindstore.messages import new_message_id
 
 __all__ = [
@@ -214,6 +215,22 @@ def item_message(item: Any, call_names: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
+def _with_markers_as_text(item: dict[str, Any], blocks: list[tuple[str, int]]) -> dict[str, Any]:
+    """``item`` with each image/file block whose data was evicted to the blob store
+    (:mod:`mindstore.media`) sent as an ``input_text`` block holding the marker, so the model
+    reads ``[evicted image/png, N bytes]`` instead of an invalid URL."""
+    if not blocks:
+        return item
+    out = {k: (list(v) if isinstance(v, list) else v) for k, v in item.items()}
+    for key, j in blocks:
+        seq = out.get(key)
+        if isinstance(seq, list) and 0 <= j < len(seq) and isinstance(seq[j], dict):
+            block = seq[j]
+            marker = block.get("image_url") or block.get("file_data")
+            seq[j] = {"type": "input_text", "text": str(marker)}
+    return out
+
+
 def call_names_of(items: list[dict[str, Any]]) -> dict[str, str]:
     """Call id → tool name of the client-side calls among ``items``."""
     return {_call_id(i): _call_name(i) for i in items if i.get("type") in _CLIENT_CALLS}
@@ -289,7 +306,7 @@ def items_of(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
         pin = _pin(message)
         if isinstance(item, dict):
             flush()
-            out.append(item)
+            out.append(_with_markers_as_text(item, evicted_item_blocks(message)))
         elif isinstance(meta, dict) and isinstance(meta.get("compaction"), dict):
             flush()
             text = "\n\n".join(
