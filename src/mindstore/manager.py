@@ -59,6 +59,7 @@ from mindstore.search import SearchResult, parse_query
 from mindstore.session import DEFAULT_MAX_MESSAGE_BYTES, Session, new_message
 from mindstore.session_search import (
     SEARCH_TOOL_LIMIT,
+    SessionHistoryProvider,
     format_session_search,
     session_search_tool,
 )
@@ -85,29 +86,6 @@ DEFAULT_SESSION_CACHE_SIZE = 1024
 
 _BuilderCall = Callable[[Session], object]
 """A recorded builder call, replayed on every session handed out."""
-
-
-class SessionHistoryProvider:
-    """A read-only searchable context block over a namespace's past conversations.
-
-    ``get()`` → ``N sessions available for search.``; ``search(query)`` answers through
-    :meth:`SessionManager.search` (so it works through the ``search_context`` tool) and
-    returns ``None`` when nothing matches. Created by
-    :meth:`SessionManager.with_searchable_history`.
-    """
-
-    def __init__(self, manager: SessionManager) -> None:
-        self._manager = manager
-
-    async def get(self) -> str:
-        return f"{await self._manager.count()} sessions available for search."
-
-    async def search(self, query: str) -> str | None:
-        results = await self._manager.search(query, limit=SEARCH_TOOL_LIMIT)
-        if not results:
-            return None
-        names = await self._manager.session_names([r.session_id for r in results])
-        return format_session_search(results, names)
 
 
 class SessionManager:

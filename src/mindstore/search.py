@@ -13,8 +13,9 @@ through :mod:`mindstore.lexical.tokens`):
   (:attr:`ParsedQuery.loose`, applied by the stores' search);
 * ``word*`` matches every word that begins with the letters *as typed* (unstemmed; required in
   ``all`` mode, optional in ``any``);
-* CJK text is split into characters: a run of two or more CJK characters is looked up by its
-  adjacent pairs, a single character by itself;
+* CJK text is split into characters: a run of CJK characters is looked up by its adjacent
+  pairs and by its single characters, as the index holds both (a pair ranks far above a
+  character: it is much rarer);
 * every other character is text: nothing the user typed ever reaches a backend's query syntax —
   backends read index keys from :class:`ParsedQuery` only, always as bound parameters.
 
@@ -204,7 +205,9 @@ def _words_of(seq: list[Unit], match: str, words: list[str], stops: list[str]) -
     in ``any`` mode stop words to ``stops`` instead."""
     for run in _runs(seq):
         if run[0].cjk:
-            words.extend(phrase_keys(tuple(u.term for u in run)))
+            chars = tuple(u.term for u in run)
+            words.extend(phrase_keys(chars))
+            words.extend(chars)  # the index holds every character too (issue 28 item 4)
         else:
             for u in run:
                 (stops if match == "any" and u.raw in STOP_WORDS else words).append(u.term)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from mindstore.search import SearchResult
 from mindstore.tools import Tool
@@ -23,6 +23,7 @@ __all__ = [
     "MAX_RESULT_CHARS",
     "NO_RESULTS",
     "SEARCH_TOOL_LIMIT",
+    "SessionHistoryProvider",
     "format_session_search",
     "session_search_tool",
 ]
@@ -121,3 +122,36 @@ def session_search_tool(
         },
         execute=session_search,
     )
+
+
+class _Namespace(Protocol):
+    """What :class:`SessionHistoryProvider` needs of a :class:`~mindstore.SessionManager`."""
+
+    async def count(self) -> int: ...
+
+    async def search(self, query: str, *, limit: int = ...) -> list[SearchResult]: ...
+
+    async def session_names(self, session_ids: Sequence[str]) -> dict[str, str | None]: ...
+
+
+class SessionHistoryProvider:
+    """A read-only searchable context block over a namespace's past conversations.
+
+    ``get()`` → ``N sessions available for search.``; ``search(query)`` answers through
+    :meth:`SessionManager.search` (so it works through the ``search_context`` tool) and
+    returns ``None`` when nothing matches. Created by
+    :meth:`SessionManager.with_searchable_history`.
+    """
+
+    def __init__(self, manager: _Namespace) -> None:
+        self._manager = manager
+
+    async def get(self) -> str:
+        return f"{await self._manager.count()} sessions available for search."
+
+    async def search(self, query: str) -> str | None:
+        results = await self._manager.search(query, limit=SEARCH_TOOL_LIMIT)
+        if not results:
+            return None
+        names = await self._manager.session_names([r.session_id for r in results])
+        return format_session_search(results, names)

@@ -46,10 +46,11 @@ def test_prefixes_are_as_typed() -> None:
     assert parse_query("*").empty
 
 
-def test_cjk_runs_become_character_pairs() -> None:
-    assert parse_query("咖啡").words == ("咖啡",)
+def test_cjk_runs_become_character_pairs_and_characters() -> None:
+    """As the index holds them: every pair and every single character of a CJK run."""
+    assert parse_query("咖啡").words == ("咖啡", "咖", "啡")
     assert parse_query("東").words == ("東",)
-    assert parse_query("我喜欢 coffee").words == ("我喜", "喜欢", "coffe")
+    assert parse_query("我喜欢 coffee").words == ("我喜", "喜欢", "我", "喜", "欢", "coffe")
     assert parse_query('"東京"').phrases == (("東", "京"),)
 
 
