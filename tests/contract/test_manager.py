@@ -194,7 +194,12 @@ async def test_delete_leaves_no_row_behind(store: Store, storage: Storage) -> No
     assert m.session(victim) is not handle  # cached handle dropped
 
     assert await storage.rows_matching("no-such-session", vic_marker) == {}
-    assert await storage.table_counts() == baseline
+    # the change feed keeps one trace of the victim: the event that says it was deleted
+    counts = await storage.table_counts()
+    assert counts.pop("changes") == baseline.pop("changes") + 1
+    assert counts == baseline
+    feed = [c for c in await store.read_changes("ns", limit=10_000) if c.session_id == victim]
+    assert [c.kind for c in feed] == ["session_deleted"]
     assert await m.get(victim) is None
     assert await m.search(vic_marker) == []
     assert await m.session(victim).get_history() == []

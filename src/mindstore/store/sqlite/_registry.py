@@ -133,6 +133,10 @@ def delete_session(conn: sqlite3.Connection, key: SessionKey, clear: ClearSessio
     if sid is not None:
         conn.execute("DELETE FROM sessions WHERE sid = ?", (sid,))
         existed = True
+    # its events go too (they name its messages, entries, skills); the store then records
+    # session_deleted, the one trace a follower needs
+    if existed:
+        conn.execute("DELETE FROM changes WHERE namespace = ? AND session_id = ?", (ns, sess))
     return existed
 
 
@@ -164,6 +168,10 @@ def delete_namespace(conn: sqlite3.Connection, ns: str) -> dict[str, int]:
         ("entries", "DELETE FROM entries WHERE namespace = ?"),
         ("prompts", "DELETE FROM prompts WHERE namespace = ?"),
         ("skill_states", "DELETE FROM skill_states WHERE namespace = ?"),
+        # the change feed: its events and its counter (a follower learns of the deletion
+        # from the counter going back, see changes())
+        ("", "DELETE FROM changes WHERE namespace = ?"),
+        ("", "DELETE FROM change_counters WHERE namespace = ?"),
     ):
         changed = conn.execute(sql, (ns,)).rowcount
         if name:

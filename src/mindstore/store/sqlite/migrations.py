@@ -327,6 +327,27 @@ CREATE TRIGGER messages_vector_on_delete AFTER DELETE ON messages BEGIN
 END;
 """
 
+# Why: the change feed (issue 32). Every write records its events here in its own transaction,
+# numbered per namespace by ``change_counters`` (one row per namespace, bumped by each write:
+# the numbers have no gap and follow commit order, and survive the deletion of the events).
+# ``changes`` is keyed by (namespace, seq), so a reader resuming after ``seq`` is one range
+# seek. WITHOUT ROWID: the key is the only access path, and the rows are small.
+m011_change_feed: Final = """
+CREATE TABLE change_counters (
+    namespace TEXT PRIMARY KEY,
+    last_seq INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE changes (
+    namespace TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    session_id TEXT,
+    data TEXT NOT NULL,
+    created_us INTEGER NOT NULL,
+    PRIMARY KEY (namespace, seq)
+) WITHOUT ROWID;
+"""
+
 MIGRATIONS: Final[list[tuple[int, str, str]]] = [
     (1, "m001_message_tree", m001_message_tree),
     (2, "m002_message_search", m002_message_search),
@@ -338,6 +359,7 @@ MIGRATIONS: Final[list[tuple[int, str, str]]] = [
     (8, "m008_token_estimates", m008_token_estimates),
     (9, "m009_lexical_index", m009_lexical_index),
     (10, "m010_message_vectors", m010_message_vectors),
+    (11, "m011_change_feed", m011_change_feed),
 ]
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]
