@@ -42,6 +42,9 @@ namespace_deleted        ``{}`` — not stored: ``delete_namespace`` removes the
                          feed from its start
 =======================  ======================================================================
 
+Deleting a session empties the ``data`` of its events (``{}``: they keep their kind and number,
+so the numbering has no gap and no number is reused) and adds ``session_deleted``.
+
 Not events: the running token estimate, the search index and embeddings (derived data), entry
 expiry changes (:meth:`~mindstore.store.base.EntryStore.set_entry_expiry`).
 """

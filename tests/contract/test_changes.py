@@ -182,7 +182,7 @@ async def test_a_follower_is_woken_by_another_workers_commits(store: Store, reop
     assert [(c.seq, c.data["message_id"]) for c in got] == [(2, "x1"), (3, "x2"), (4, "x3")]
 
 
-async def test_delete_session_leaves_only_its_deletion_in_the_feed(store: Store) -> None:
+async def test_delete_session_empties_its_events_and_keeps_their_numbers(store: Store) -> None:
     keep = SessionKey(namespace="ns", session_id="keep")
     await store.append(K, [m("a")])
     await store.append(keep, [m("k")])
@@ -190,11 +190,14 @@ async def test_delete_session_leaves_only_its_deletion_in_the_feed(store: Store)
     assert await store.delete_session(K)
     assert not await store.delete_session(K)  # nothing there: no event
     changes = await feed(store)
-    assert [(c.kind, c.session_id) for c in changes] == [
-        ("message_appended", "keep"),
-        ("session_deleted", "s"),
+    assert [(c.seq, c.kind, c.session_id, dict(c.data)) for c in changes] == [
+        (1, "message_appended", "s", {}),
+        (2, "message_appended", "keep", {"message_id": "k", "role": "user", "tokens": 2}),
+        (3, "skill_loaded", "s", {}),
+        (4, "session_deleted", "s", {}),
     ]
-    assert [c.seq for c in changes] == [2, 4]  # numbering goes on
+    await store.append(keep, [m("k2")])
+    assert (await feed(store, since=4))[0].seq == 5  # numbers are never handed out twice
 
 
 async def test_delete_namespace_restarts_the_feed_and_tells_followers(store: Store) -> None:

@@ -42,9 +42,12 @@ Describe: TypeAlias = Callable[[tuple[Any, ...], Any, Any], list[ChangeRow]]
 DEFAULT_BATCH = 500
 
 
+_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
 def dumps_data(data: Mapping[str, Any]) -> str:
     """An event's data as stored (compact JSON)."""
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    return _ENCODE(data)
 
 
 def change_from_row(

@@ -407,8 +407,10 @@ class ChangeStore(Protocol):
         No event is skipped or given twice: numbers are handed out in commit order without
         gaps, so a reader that stops (or is killed) after handling event ``n`` and starts
         again with ``since=n`` gets exactly the events it had not handled. After
-        ``delete_namespace`` the feed starts again from 1; a follower further on is given a
-        ``namespace_deleted`` event numbered 0, then the new feed from its start.
+        ``delete_session`` its events keep their numbers with their ``data`` emptied
+        (``{}``), followed by ``session_deleted``. After ``delete_namespace`` the feed starts
+        again from 1; a follower further on is given a ``namespace_deleted`` event numbered
+        0, then the new feed from its start.
 
         Each follower holds one connection of its own, closed when the iteration ends (close
         the iterator, e.g. ``contextlib.aclosing``, when you stop early). ``poll_interval``:

@@ -132,11 +132,13 @@ async def delete_session(conn: Conn, key: SessionKey, clear: ClearSession) -> bo
         await lexical.unindex(conn, entry_collection(ns, sess, label), docs)
     if sid is not None:
         await conn.execute("DELETE FROM sessions WHERE sid = %s", (sid,))
-    # its events go too (they name its messages, entries, skills); the store then records
-    # session_deleted, the one trace a follower needs
+    # its events keep their numbers (no gap, never reused) but lose what they named (its
+    # messages, entries, skills); the store then records session_deleted
     if existed:
         await conn.execute(
-            "DELETE FROM changes WHERE namespace = %s AND session_id = %s", (ns, sess)
+            "UPDATE changes SET data = '{}' WHERE namespace = %s AND session_id = %s"
+            " AND data <> '{}'",
+            (ns, sess),
         )
     return existed
 

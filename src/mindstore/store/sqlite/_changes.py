@@ -1,11 +1,12 @@
 """The change feed's SQL on SQLite (twin of ``postgres/_changes.py``; the rules are in
 ``store/_changes.py``).
 
-Numbering: ``change_counters`` holds each namespace's last number; a write bumps it by the
-number of its events and inserts them, inside its ``BEGIN IMMEDIATE`` transaction — SQLite has
-one writer at a time, so numbers are handed out in commit order and a rollback returns them.
-Readers (:func:`read`) select ``seq > since`` by primary key; followers wake when
-``PRAGMA data_version`` of their own connection changes (another connection committed).
+Numbering: the next number of a namespace is its highest plus one, read by the INSERT itself
+inside the write's ``BEGIN IMMEDIATE`` transaction — SQLite has one writer at a time, so
+numbers are handed out in commit order and a rollback returns them. Events are never deleted
+singly (a deleted session's are emptied), so the highest number is never handed out again.
+Readers (:func:`read`) select ``seq > since`` by primary key; followers wake when ``PRAGMA
+data_version`` of their own connection changes (another connection committed).
 """
 
 from __future__ import annotations
@@ -22,15 +23,15 @@ from mindstore.store.sqlite._common import now_us, to_datetime
 
 __all__ = ["Feed", "expired_entries", "latest_seq", "logged", "nothing", "read", "record"]
 
-_BUMP_SQL: Final = (
-    "INSERT INTO change_counters (namespace, last_seq) VALUES (?, ?) "
-    "ON CONFLICT (namespace) DO UPDATE SET last_seq = last_seq + excluded.last_seq "
-    "RETURNING last_seq"
+_INSERT_NEXT_SQL: Final = (
+    "INSERT INTO changes (namespace, seq, kind, session_id, data, created_us) "
+    "SELECT ?1, coalesce(max(seq), 0) + 1, ?2, ?3, ?4, ?5 FROM changes WHERE namespace = ?1"
 )
 _INSERT_SQL: Final = (
     "INSERT INTO changes (namespace, seq, kind, session_id, data, created_us) "
     "VALUES (?, ?, ?, ?, ?, ?)"
 )
+_LAST_SQL: Final = "SELECT coalesce(max(seq), 0) FROM changes WHERE namespace = ?"
 _READ_SQL: Final = (
     "SELECT seq, kind, session_id, data, created_us FROM changes "
     "WHERE namespace = ? AND seq > ? ORDER BY seq LIMIT ?"
@@ -38,15 +39,19 @@ _READ_SQL: Final = (
 
 
 def record(conn: sqlite3.Connection, rows: Sequence[ChangeRow], chan: str | None = None) -> None:
-    """Number and insert ``rows`` (grouped by namespace, order kept) in the open transaction
-    (``chan``: PostgreSQL's notification channel; followers here poll instead)."""
+    """Number and insert ``rows`` (order kept) in the open transaction (``chan``:
+    PostgreSQL's notification channel; followers here poll instead). One statement for the
+    usual single event."""
     now = now_us()
+    if len(rows) == 1:
+        ns, kind, sid, data = rows[0]
+        conn.execute(_INSERT_NEXT_SQL, (ns, kind, sid, dumps_data(data), now))
+        return
     by_ns: dict[str, list[ChangeRow]] = {}
     for row in rows:
         by_ns.setdefault(row[0], []).append(row)
     for ns, group in by_ns.items():
-        (last,) = conn.execute(_BUMP_SQL, (ns, len(group))).fetchone()
-        first = last - len(group) + 1
+        first = int(conn.execute(_LAST_SQL, (ns,)).fetchone()[0]) + 1
         conn.executemany(
             _INSERT_SQL,
             [
@@ -92,10 +97,7 @@ def read(conn: sqlite3.Connection, namespace: str, since: int, limit: int) -> li
 
 
 def latest_seq(conn: sqlite3.Connection, namespace: str) -> int:
-    row = conn.execute(
-        "SELECT last_seq FROM change_counters WHERE namespace = ?", (namespace,)
-    ).fetchone()
-    return 0 if row is None else int(row[0])
+    return int(conn.execute(_LAST_SQL, (namespace,)).fetchone()[0])
 
 
 def expired_entries(

@@ -328,15 +328,14 @@ END;
 """
 
 # Why: the change feed (issue 32). Every write records its events here in its own transaction,
-# numbered per namespace by ``change_counters`` (one row per namespace, bumped by each write:
-# the numbers have no gap and follow commit order, and survive the deletion of the events).
-# ``changes`` is keyed by (namespace, seq), so a reader resuming after ``seq`` is one range
-# seek. WITHOUT ROWID: the key is the only access path, and the rows are small.
+# numbered per namespace: the next number is the namespace's highest plus one, read and
+# inserted in one statement under the write lock SQLite's single writer already holds (so
+# numbers follow commit order and a rollback returns them). Events are never deleted one by
+# one — a deleted session's events are emptied instead — so a number is never handed out
+# twice; delete_namespace removes the whole feed. Keyed by (namespace, seq): a reader resuming
+# after ``seq`` is one range seek, and the next number one seek to the range's end. WITHOUT
+# ROWID: the key is the only access path, and the rows are small.
 m011_change_feed: Final = """
-CREATE TABLE change_counters (
-    namespace TEXT PRIMARY KEY,
-    last_seq INTEGER NOT NULL
-) WITHOUT ROWID;
 CREATE TABLE changes (
     namespace TEXT NOT NULL,
     seq INTEGER NOT NULL,
