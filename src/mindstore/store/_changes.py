@@ -12,7 +12,7 @@ locked only while the block commits). :func:`follow` is the one reading loop bot
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeAlias
 
@@ -246,7 +246,9 @@ class Feed(Protocol):
     async def close(self) -> None: ...
 
 
-async def follow(feed: Feed, since: int, *, follow: bool, batch: int) -> AsyncIterator[Change]:
+async def follow(
+    feed: Feed, since: int, *, follow: bool, batch: int
+) -> AsyncGenerator[Change, None]:
     """The events after ``since`` in order, then (``follow``) each new one as it commits.
 
     The mark is taken before each read, so a commit that lands between a read and the wait

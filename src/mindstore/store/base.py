@@ -27,7 +27,7 @@ compare-and-append races as :class:`~mindstore.errors.ConflictError`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -399,7 +399,7 @@ class ChangeStore(Protocol):
         follow: bool = True,
         poll_interval: float = 0.05,
         batch: int = 500,
-    ) -> AsyncIterator[Change]:
+    ) -> AsyncGenerator[Change, None]:
         """``async for event in store.changes(namespace, since=seq)``: the namespace's events
         numbered above ``since``, in order, then — with ``follow`` (default) — each new one
         as soon as its write commits, in any process; ``follow=False`` stops at the end.

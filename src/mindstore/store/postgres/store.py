@@ -49,7 +49,7 @@ message or entry they index, and reads candidates from them. Semantic search is
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
@@ -346,7 +346,7 @@ class PostgresStore(StoreFront, VectorMethods):
         follow: bool = True,
         poll_interval: float = 0.05,
         batch: int = 500,
-    ) -> AsyncIterator[Change]:
+    ) -> AsyncGenerator[Change, None]:
         """See :meth:`mindstore.store.base.ChangeStore.changes`.
 
         The follower holds its own connection (not one of the pool's) that ``LISTEN``\\ s on

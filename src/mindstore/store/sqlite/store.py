@@ -63,7 +63,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import urllib.parse
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager
 from typing import Any, Literal, Self, TypeVar
 
@@ -216,7 +216,7 @@ class SQLiteStore(StoreFront, VectorMethods):
         follow: bool = True,
         poll_interval: float = 0.05,
         batch: int = 500,
-    ) -> AsyncIterator[Change]:
+    ) -> AsyncGenerator[Change, None]:
         """See :meth:`mindstore.store.base.ChangeStore.changes`.
 
         The follower reads on its own read-only connection to the file and checks its
