@@ -15,6 +15,10 @@ serves one session of one namespace of a store:
   identical afterwards, DESIGN §4.5) — and ``mindstore://blocks/<label>`` per block, its current
   content (reads are live: a write shows at once, while the frozen prompt does not change).
 
+- **Resource updates**: the server follows the store's change feed and sends
+  ``notifications/resources/updated`` for these resources when they change — whoever wrote
+  them (:mod:`mindstore.integrations.mcp_live`).
+
 Transports: stdio (:func:`serve_stdio`, the default) or streamable HTTP on 127.0.0.1
 (:func:`serve_http`, path ``/mcp``), with the SDK's DNS-rebinding protection for loopback.
 """
@@ -165,8 +169,16 @@ def create_server(
     """The SDK server object for a store's session (run it with :func:`serve_stdio` or
     :func:`serve_http`, or connect the SDK's in-process ``Client`` to it)."""
     from mindstore import __version__
+    from mindstore.integrations.mcp_live import ResourceWatcher
 
     handlers = MemoryServer(store, config, namespace=namespace, session_id=session_id)
+    watcher = ResourceWatcher(
+        store,
+        namespace=namespace,
+        session_id=session_id,
+        prompt_uri=PROMPT_URI,
+        block_uri_prefix=BLOCK_URI_PREFIX,
+    )
     return Server(
         "mindstore",
         version=__version__,
@@ -178,6 +190,11 @@ def create_server(
         on_call_tool=handlers.call_tool,
         on_list_resources=handlers.list_resources,
         on_read_resource=handlers.read_resource,
+        # resource updates from the change feed (mcp_live.py)
+        lifespan=watcher.lifespan,
+        on_subscribe_resource=watcher.subscribe,
+        on_unsubscribe_resource=watcher.unsubscribe,
+        on_subscriptions_listen=watcher.listen,
     )
 
 
