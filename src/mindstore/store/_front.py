@@ -124,9 +124,10 @@ class StoreFront(ABC):
         return self._domains.changes.logged(fn, describe, before, mine, self._change_channel)
 
     @asynccontextmanager
-    async def _collect_changes(self) -> AsyncIterator[None]:
+    async def _collect_changes(self, namespaces: set[str] | None = None) -> AsyncIterator[None]:
         """Around the body of an outermost ``transaction()`` block (inside its transaction):
-        hold the events of its writes, then record them as its last statement."""
+        hold the events of its writes, then record them as its last statement (and add
+        their namespaces to ``namespaces``, for a wake-up after the commit)."""
         pending = _PENDING.get()
         if pending is not None and id(self) in pending:
             yield  # nested: the outer block records
@@ -139,6 +140,8 @@ class StoreFront(ABC):
             _PENDING.reset(token)
         if rows:
             await self._write(self._domains.changes.record, rows, self._change_channel)
+            if namespaces is not None:
+                namespaces.update(r[0] for r in rows)
 
     async def latest_change_seq(self, namespace: str) -> int:
         """See :meth:`mindstore.store.base.ChangeStore.latest_change_seq`."""

@@ -49,6 +49,7 @@ message or entry they index, and reads candidates from them. Semantic search is
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
@@ -96,6 +97,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+logger = logging.getLogger("mindstore")
 
 
 # ---- SQL ---------------------------------------------------------------------------------------
@@ -260,7 +262,25 @@ class PostgresStore(StoreFront, VectorMethods):
         see :meth:`.PostgresConnection.write`. The one write style of both backends: a store
         method validates, then passes a domain function and its arguments here
         (SQLiteStore._write is the twin)."""
-        return await self._db.write(fn, *args)
+        result = await self._db.write(fn, *args)
+        namespaces = getattr(fn, "namespaces", None)
+        if namespaces and not self._db.in_transaction:
+            await self._wake_followers(namespaces)
+        return result
+
+    async def _wake_followers(self, namespaces: set[str]) -> None:
+        """After a commit: notify the followers of ``namespaces`` (see
+        :func:`._changes.notify_sql`). Never fails the write that committed: a lost wake-up
+        only delays followers until their next periodic read."""
+        sql = _changes.notify_sql(self._change_channel or _changes.channel(None), namespaces)
+
+        async def send(conn: Conn) -> None:
+            await conn.execute(sql)
+
+        try:
+            await self._db.read(send)
+        except StoreError:
+            logger.warning("waking change-feed followers failed; they catch up within a second")
 
     async def _read(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         """Run ``fn(conn, *args)`` as a read; see :meth:`.PostgresConnection.read`."""
@@ -334,8 +354,14 @@ class PostgresStore(StoreFront, VectorMethods):
         for k in lock:
             check_key(k)
         keys = sorted({(k.namespace, k.session_id) for k in lock})
-        async with self._db.transaction(readonly=readonly, lock=keys), self._collect_changes():
+        namespaces: set[str] = set()
+        async with (
+            self._db.transaction(readonly=readonly, lock=keys),
+            self._collect_changes(namespaces),
+        ):
             yield
+        if namespaces and not self._db.in_transaction:  # the outermost block committed
+            await self._wake_followers(namespaces)
 
     # ---- the change feed -------------------------------------------------------------------
     def changes(
@@ -351,7 +377,8 @@ class PostgresStore(StoreFront, VectorMethods):
 
         The follower holds its own connection (not one of the pool's) that ``LISTEN``\\ s on
         the schema's channel: every write's commit notifies it, so ``poll_interval`` is not
-        used here (a wait still ends every few seconds to notice a closed store). A lost
+        used here (a wait still ends every second, to notice a closed store or make up for a
+        lost notification). A lost
         connection is reopened for up to ``connect_timeout`` and the feed resumes by ``seq``.
         """
         feed_rules.check_changes_args(namespace, since, batch, poll_interval)
@@ -359,7 +386,7 @@ class PostgresStore(StoreFront, VectorMethods):
             namespace,
             connect=self._connect_follower,
             chan=_changes.channel(self._schema),
-            max_wait=5.0,
+            max_wait=1.0,
             retry_for=float(self._limits.get("connect_timeout") or 30.0),
             is_open=lambda: not self._db.closed,
         )
