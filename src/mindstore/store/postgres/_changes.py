@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Feed",
+    "Waker",
     "channel",
     "expired_entries",
     "latest_seq",
@@ -45,6 +47,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+logger = logging.getLogger("mindstore")
 
 _RECORD_SQL: Final = """
 WITH c AS (
@@ -92,9 +95,10 @@ def notify_sql(chan: str, namespaces: Iterable[str]) -> Any:
     committed, in a transaction of its own that does not wait for the WAL flush.
 
     Why not ``NOTIFY`` inside the write: PostgreSQL serialises the commits of every
-    transaction that notifies, database-wide and through the WAL flush, so writers of
-    different namespaces could no longer share a flush (measured: 8 writers to 8 namespaces
-    lost a third of their throughput). A notification lost with a crash between the two is
+    transaction that notifies, database-wide and through the WAL flush (a lock taken in
+    ``PreCommit_Notify``), so the writers of different namespaces could no longer share a
+    flush. (On this project's test machine, whose flush is fast, the two gave the same
+    throughput; see docs/benchmarks.md.) A notification lost with a crash between the two is
     made up by the followers' periodic read (:class:`Feed`)."""
     from psycopg import sql as pgsql
 
@@ -242,3 +246,47 @@ class Feed:
 
 async def _nothing(conn: Any) -> None:
     return None
+
+
+#: Seconds a wake-up waits for more commits to share its notification: a busy writer then
+#: costs the server one small notifying transaction per 10 ms, not one per write, and a
+#: follower hears of a commit at most this much later.
+GATHER: Final = 0.010
+
+
+class Waker:
+    """Sends the post-commit wake-ups of one store off the write's path, coalesced.
+
+    :meth:`wake` returns at once; one task waits :data:`GATHER`, then sends
+    :func:`notify_sql` for the namespaces waiting; writes meanwhile only add to the next
+    batch — so a writer pays no round trip of its own and the server sees at most one
+    notifying transaction per :data:`GATHER`. ``send(sql)`` runs it on a pooled connection."""
+
+    def __init__(self, chan: str, send: Callable[[Any], Awaitable[None]]) -> None:
+        self._chan = chan
+        self._send = send
+        self._waiting: set[str] = set()
+        self._task: asyncio.Task[None] | None = None
+
+    def wake(self, namespaces: Iterable[str]) -> None:
+        self._waiting.update(namespaces)
+        if self._waiting and (self._task is None or self._task.done()):
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        while self._waiting:
+            await asyncio.sleep(GATHER)  # let the writes of the next moment join this batch
+            batch, self._waiting = self._waiting, set()
+            try:
+                await self._send(notify_sql(self._chan, batch))
+            except Exception:  # never fails a write: followers read every second anyway
+                logger.warning("waking change-feed followers failed; they catch up within a second")
+
+    async def drain(self) -> None:
+        """Let the wake-ups still waiting go out (for at most 2 s), e.g. before the pool
+        closes."""
+        task = self._task
+        if task is not None and not task.done():
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(2.0):
+                    await asyncio.shield(task)

@@ -127,6 +127,7 @@ class PostgresStore(StoreFront, VectorMethods):
         self._wide: set[str] = set()
         self._dsn = dsn
         self._change_channel = _changes.channel(schema)
+        self._waker = _changes.Waker(self._change_channel, self._send_wakeup)
         self._embedder = check_embedder(embedder)
         self._vectors: PostgresVectors | None = (
             PostgresVectors(self._db, self._embedder, vector_index) if self._embedder else None
@@ -254,6 +255,8 @@ class PostgresStore(StoreFront, VectorMethods):
         closed after that loop ended closes its idle connections directly. Better: open and
         use the store inside one loop, or use :mod:`mindstore.sync` from code that is not async.
         """
+        if not self._db.closed:
+            await self._waker.drain()
         await self._db.close()
 
     # ---- transactions (the plumbing is in _connection.py) ------------------------------------
@@ -269,18 +272,17 @@ class PostgresStore(StoreFront, VectorMethods):
         return result
 
     async def _wake_followers(self, namespaces: set[str]) -> None:
-        """After a commit: notify the followers of ``namespaces`` (see
-        :func:`._changes.notify_sql`). Never fails the write that committed: a lost wake-up
-        only delays followers until their next periodic read."""
-        sql = _changes.notify_sql(self._change_channel or _changes.channel(None), namespaces)
+        """After a commit: wake the followers of ``namespaces`` (see
+        :func:`._changes.notify_sql`), off the write's path (:class:`._changes.Waker`). Never
+        fails the write that committed: a lost wake-up only delays followers until their
+        next periodic read."""
+        self._waker.wake(namespaces)
 
+    async def _send_wakeup(self, sql: Any) -> None:
         async def send(conn: Conn) -> None:
             await conn.execute(sql)
 
-        try:
-            await self._db.read(send)
-        except StoreError:
-            logger.warning("waking change-feed followers failed; they catch up within a second")
+        await self._db.read(send)
 
     async def _read(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         """Run ``fn(conn, *args)`` as a read; see :meth:`.PostgresConnection.read`."""
