@@ -199,13 +199,13 @@ def describe_delete_entry(args: tuple[Any, ...], result: Any, _: Any) -> list[Ch
 
 
 def describe_expired(
-    args: tuple[Any, ...], result: Any, expired: list[tuple[str, str, str, str]]
+    args: tuple[Any, ...], result: list[tuple[str, str, str, str]], _: Any
 ) -> list[ChangeRow]:
-    """``expired``: (namespace, scope, label, key) of the entries the call deletes, read
-    before it in the same transaction (scope ``''``: namespace-wide)."""
+    """``result``: (namespace, scope, label, key) of the entries the call deleted (scope
+    ``''``: namespace-wide)."""
     return [
         (ns, "entry_deleted", scope or None, {"label": label, "key": entry_key})
-        for ns, scope, label, entry_key in expired
+        for ns, scope, label, entry_key in result
     ]
 
 

@@ -454,14 +454,11 @@ class StoreFront(ABC):
     async def delete_expired_entries(self, namespace: str | None = None) -> int:
         if namespace is not None:
             check_name(namespace, "namespace")
-        return await self._write(
-            self._logged(
-                self._domains.entries.delete_expired_entries,
-                _changes.describe_expired,
-                self._domains.changes.expired_entries,
-            ),
+        gone: list[Any] = await self._write(
+            self._logged(self._domains.entries.delete_expired_entries, _changes.describe_expired),
             namespace,
         )
+        return len(gone)
 
     async def count_entries(self, key: ScopeKey) -> int:
         return await self._read(self._domains.entries.count_entries, check_scope(key))

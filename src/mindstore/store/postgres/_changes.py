@@ -37,7 +37,6 @@ __all__ = [
     "Feed",
     "Waker",
     "channel",
-    "expired_entries",
     "latest_seq",
     "logged",
     "nothing",
@@ -156,19 +155,6 @@ async def latest_seq(conn: Conn, namespace: str) -> int:
     )
     row = await cur.fetchone()
     return 0 if row is None else int(row[0])
-
-
-async def expired_entries(conn: Conn, namespace: str | None) -> list[tuple[str, str, str, str]]:
-    """(namespace, scope, label, key) of the entries ``delete_expired_entries`` will delete,
-    locked so they stay the ones it deletes."""
-    cur = await conn.execute(
-        "SELECT namespace, scope, label, key FROM entries WHERE expires_at IS NOT NULL "
-        "AND expires_at <= clock_timestamp() "
-        "AND (%(ns)s::text IS NULL OR namespace = %(ns)s::text) "
-        "ORDER BY namespace, scope, label, key FOR UPDATE",
-        {"ns": namespace},
-    )
-    return [tuple(r) for r in await cur.fetchall()]
 
 
 class Feed:

@@ -21,7 +21,7 @@ from mindstore.errors import StoreError
 from mindstore.store._changes import ChangeRow, Describe, change_from_row, dumps_data
 from mindstore.store.sqlite._common import now_us, to_datetime
 
-__all__ = ["Feed", "expired_entries", "latest_seq", "logged", "nothing", "read", "record"]
+__all__ = ["Feed", "latest_seq", "logged", "nothing", "read", "record"]
 
 _INSERT_NEXT_SQL: Final = (
     "INSERT INTO changes (namespace, seq, kind, session_id, data, created_us) "
@@ -98,21 +98,6 @@ def read(conn: sqlite3.Connection, namespace: str, since: int, limit: int) -> li
 
 def latest_seq(conn: sqlite3.Connection, namespace: str) -> int:
     return int(conn.execute(_LAST_SQL, (namespace,)).fetchone()[0])
-
-
-def expired_entries(
-    conn: sqlite3.Connection, namespace: str | None
-) -> list[tuple[str, str, str, str]]:
-    """(namespace, scope, label, key) of the entries ``delete_expired_entries`` will delete."""
-    sql = (
-        "SELECT namespace, scope, label, key FROM entries "
-        "WHERE expires_us IS NOT NULL AND expires_us <= ?"
-    )
-    params: tuple[Any, ...] = (now_us(),)
-    if namespace is not None:
-        sql += " AND namespace = ?"
-        params += (namespace,)
-    return [tuple(r) for r in conn.execute(sql + " ORDER BY namespace, scope, label, key", params)]
 
 
 class Feed:
