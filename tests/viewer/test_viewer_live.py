@@ -166,3 +166,34 @@ def test_an_open_session_page_updates_without_a_reload(
     assert page.evaluate("window.__notReloaded") is True
     assert page.locator(".toolbar[data-fold] button").count() == 2  # controls rebuilt once
     watched.assert_clean()
+
+
+@pytest.mark.postgres
+def test_events_follow_a_postgres_store() -> None:
+    """The viewer on PostgreSQL (a read-only pool): its follower LISTENs in the store's schema
+    and streams a commit made by another store object."""
+    from backends import drop_schema, new_schema_name, postgres_url_or_skip
+    from mindstore.store.postgres import PostgresStore
+
+    url = postgres_url_or_skip()
+    schema = new_schema_name()
+
+    async def append(mid: str) -> None:
+        store = await PostgresStore.open(url, schema=schema, min_size=1, max_size=1)
+        try:
+            await Session.create(store, "chat", namespace="pg").append_message(text(mid, mid))
+        finally:
+            await store.aclose()
+
+    run_async(append("m1"))
+    try:
+        with ViewerServer(url, store_options={"schema": schema}) as server:
+            reader = EventReader(server.url, "/api/events?ns=pg&id=chat&since=1")
+            try:
+                run_async(append("m2"))
+                event = reader.next_event()
+                assert (event["seq"], event["data"]["message_id"]) == (2, "m2")
+            finally:
+                reader.close()
+    finally:
+        run_async(drop_schema(url, schema))
