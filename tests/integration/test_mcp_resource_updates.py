@@ -106,3 +106,30 @@ def test_which_events_touch_which_resources() -> None:
     assert watcher.uris(change("block_written", "other", label="memory", deleted=False)) == []
     assert watcher.uris(change("message_appended", "s", message_id="m")) == []
     assert watcher.uris(change("block_written", "s")) == []  # emptied by a session delete
+
+
+async def test_a_stdio_server_announces_another_processs_write(tmp_path: Path) -> None:
+    """``mindstore mcp`` as a real subprocess over stdio: a block written by another store
+    object (another process, as far as the server can tell) reaches a listening client."""
+    import sys
+
+    from mcp.client.stdio import StdioServerParameters
+
+    db = str(tmp_path / "m.db")
+    async with SQLiteStore(db) as store:
+        await store.stats()  # the schema exists before the server opens the file
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "mindstore", "--db", db, "--namespace", "n", "mcp", "--session", "s"],
+    )
+    async with (
+        asyncio.timeout(120),
+        Client(params) as client,
+        client.listen(resource_subscriptions=[MEMORY]) as sub,
+    ):
+        async with SQLiteStore(db) as other:
+            block = ScopeKey(namespace="n", session_id=None, label="memory")
+            await other.set_block(block, "written elsewhere")
+        assert (await sub.__anext__()).uri == MEMORY
+        got = await client.read_resource(MEMORY)
+        assert got.contents[0].text == "written elsewhere"  # type: ignore[union-attr]
