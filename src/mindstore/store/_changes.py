@@ -39,9 +39,6 @@ ChangeRow: TypeAlias = tuple[str, str, str | None, Mapping[str, Any]]
 #: returned) -> the events of the write.
 Describe: TypeAlias = Callable[[tuple[Any, ...], Any, Any], list[ChangeRow]]
 
-DEFAULT_BATCH = 500
-
-
 _ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
