@@ -5,6 +5,7 @@ Run::
     .venv/bin/python bench/bench_changes.py            # both backends, 500 messages each
     .venv/bin/python bench/bench_changes.py --quick    # 200 messages each
     .venv/bin/python bench/bench_changes.py --backend sqlite
+    .venv/bin/python bench/bench_changes.py --concurrency   # PostgreSQL writers per namespace
 
 A reader process follows the feed of one namespace while this process appends messages one at
 a time (``Session.append_message``, 10 ms apart, so the number measured is delivery, not a
@@ -19,6 +20,12 @@ on PostgreSQL a plain psycopg writer inserting a row and calling ``pg_notify`` i
 transaction and a reader ``LISTEN``\\ ing and selecting the new rows. PostgreSQL is
 ``MINDSTORE_BENCH_POSTGRES_URL`` (else ``MINDSTORE_TEST_POSTGRES_URL``, else
 ``postgresql://postgres@127.0.0.1:5432/test``), in a throw-away schema.
+
+``--concurrency`` measures what the feed's numbering costs concurrent PostgreSQL writers: 8
+tasks on one store (pool of 8) append to 8 sessions, once spread over 8 namespaces and once all
+in one. Gapless numbers in commit order lock the namespace's counter row through each commit,
+so the writers of one namespace commit one at a time; the 8-namespace run, same store, same
+run, is the baseline.
 """
 
 from __future__ import annotations
@@ -214,13 +221,60 @@ async def _migrate(backend: str, target: str) -> None:
     await store.aclose()
 
 
+async def concurrent_appends(namespaces: int, writers: int = 8, n: int = 100) -> float:
+    """Appends per second of ``writers`` tasks to their own sessions in ``namespaces``
+    namespaces (a warm-up round first)."""
+    from mindstore.store.base import NewMessage, SessionKey
+    from mindstore.store.postgres import PostgresStore
+
+    schema = f"mindstore_bench_{uuid.uuid4().hex[:12]}"
+    store = await PostgresStore.open(pg_url(), schema=schema, min_size=writers, max_size=writers)
+    try:
+
+        async def write(i: int, prefix: str) -> None:
+            key = SessionKey(namespace=f"ns{i % namespaces}", session_id=f"s{i}")
+            for j in range(n):
+                msg = {
+                    "id": f"{prefix}{j}",
+                    "role": "user",
+                    "parts": [{"type": "text", "text": "hi"}],
+                }
+                await store.append(key, [NewMessage(message=msg, tokens=2)])
+
+        await asyncio.gather(*(write(i, "w") for i in range(writers)))
+        start = time.perf_counter()
+        await asyncio.gather(*(write(i, "m") for i in range(writers)))
+        return writers * n / (time.perf_counter() - start)
+    finally:
+        await store.aclose()
+        import psycopg
+
+        with psycopg.connect(pg_url(), autocommit=True) as pg:
+            pg.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def concurrency() -> int:
+    spread = asyncio.run(concurrent_appends(8))
+    one = asyncio.run(concurrent_appends(1))
+    print("8 writers, one PostgreSQL store (pool of 8), 100 durable appends each")
+    print(f"  8 sessions in 8 namespaces (baseline): {spread:,.0f} appends/s")
+    print(f"  8 sessions in 1 namespace:             {one:,.0f} appends/s ({one / spread:.2f}x)")
+    print(f"(load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="200 messages per run")
     parser.add_argument("--backend", choices=["sqlite", "postgres", "both"], default="both")
+    parser.add_argument(
+        "--concurrency", action="store_true", help="PostgreSQL: 8 writers, 8 vs 1 namespaces"
+    )
     parser.add_argument("--reader", choices=["mindstore", "plain"], help=argparse.SUPPRESS)
     parser.add_argument("--target", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.concurrency:
+        return concurrency()
     if args.reader:  # a reader process
         if args.reader == "mindstore":
             asyncio.run(read_mindstore(args.backend, args.target))
