@@ -50,6 +50,9 @@ _EXPORTS: dict[str, str] = {
     "Compaction": "mindstore.store.base",
     "SessionInfo": "mindstore.store.base",
     "Store": "mindstore.store.base",
+    # change feed (DESIGN §14)
+    "Change": "mindstore.changes",
+    "Status": "mindstore.changes",
     "SQLiteStore": "mindstore.store",
     "PostgresStore": "mindstore.store",
     "open_store": "mindstore.store",
@@ -89,6 +92,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "AUTO",
     "BlockNotFoundError",
+    "Change",
     "CompactResult",
     "Compaction",
     "CompactionError",
@@ -120,6 +124,7 @@ __all__ = [
     "SessionNotFoundError",
     "SkillProvider",
     "StaticProvider",
+    "Status",
     "Store",
     "StoreError",
     "StoreSearchProvider",
@@ -147,6 +152,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from mindstore.changes import Change, Status
     from mindstore.compaction import CompactResult, create_compact_function, truncate_older_messages
     from mindstore.context import (
         ContextProvider,

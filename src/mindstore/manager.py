@@ -183,6 +183,10 @@ class SessionManager:
         """:meth:`Session.on_compaction_error` for every session handed out."""
         return self._record(lambda s: s.on_compaction_error(handler))
 
+    def on_status(self, callback: Callable[..., Any]) -> SessionManager:
+        """:meth:`Session.on_status` for every session handed out."""
+        return self._record(lambda s: s.on_status(callback))
+
     def with_searchable_history(
         self, label: str = "history", description: str | None = None
     ) -> SessionManager:

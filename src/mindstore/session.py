@@ -2,8 +2,9 @@
 
 A Session is a handle on one conversation tree ``(namespace, session_id)`` in a store, plus the
 configuration of its context blocks and compaction. Builder methods (``with_context``,
-``with_cached_prompt``, ``on_compaction``, ``compact_after``, ``on_compaction_error``) return the
-session and do no I/O; nothing is resolved until the first async call.
+``with_cached_prompt``, ``on_compaction``, ``compact_after``, ``on_compaction_error``,
+``on_status``) return the session and do no I/O; nothing is resolved until the first async
+call.
 
 A Session is composed, not inherited: it owns the history API (appends, reads, search) and
 holds three collaborators, each built with the session's store and key:
@@ -33,6 +34,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from mindstore.changes import Status
 from mindstore.compaction.reader import HistoryReader
 from mindstore.compaction.rowlimit import fit_row
 from mindstore.compaction.session_compaction import Compactor
@@ -300,6 +302,16 @@ class Session:
         has finished (at once when none is running). Its errors went to
         ``on_compaction_error`` (else the log); cancelling this wait leaves it running."""
         await self.compactor.wait()
+
+    def on_status(self, callback: Callable[[Status], Any | Awaitable[Any]]) -> Session:
+        """Call ``callback(status)`` (sync or async) in this process after every append of this
+        session object and when a compaction starts and ends: a
+        :class:`~mindstore.changes.Status` with ``state`` (``"idle"`` / ``"compacting"``), the
+        context's ``token_estimate`` and the ``compact_after`` ``threshold``. Callbacks add
+        up; one that raises is logged and never fails the append. Other processes follow the
+        same compaction states in the change feed (``store.changes()``, DESIGN §14)."""
+        self.compactor.on_status(callback)
+        return self
 
     # ---- tokens ----------------------------------------------------------------------------
     def count_message_tokens(self, messages: Sequence[dict[str, Any]]) -> int:

@@ -41,7 +41,7 @@ import functools
 import inspect
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -50,6 +50,7 @@ from anyio.from_thread import BlockingPortal
 
 import mindstore
 from mindstore._async import maybe_await
+from mindstore.changes import Change
 from mindstore.context import StoreSearchProvider as _AsyncStoreSearchProvider
 from mindstore.context import StoreSkillProvider as _AsyncStoreSkillProvider
 from mindstore.errors import StoreError
@@ -61,6 +62,7 @@ from mindstore.tools import Tool
 from mindstore.tools import ToolSet as _AsyncToolSet
 
 __all__ = [
+    "ChangeIterator",
     "Loop",
     "PostgresStore",
     "SQLiteStore",
@@ -280,6 +282,14 @@ class _SyncStore(_Twin):
             "(async with store.aio.transaction(): ...)"
         )
 
+    def changes(self, *args: Any, **kwargs: Any) -> ChangeIterator:
+        """``for event in store.changes(namespace, since=seq): ...`` — the change feed as a
+        plain iterator (see :meth:`mindstore.store.base.ChangeStore.changes`); each ``next``
+        waits on the store's loop. Close it (``with`` or ``.close()``) when stopping early, to
+        release the follower's connection."""
+        agen = self._aio.changes(*args, **kwargs)  # arguments checked now, as in async
+        return ChangeIterator(agen, self._loop)
+
     def close(self) -> None:
         """Close the store and stop its loop thread. Idempotent."""
         if self._loop._portal is None:
@@ -303,6 +313,42 @@ class _SyncStore(_Twin):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self.close()
+
+
+class ChangeIterator(Iterator[Change]):
+    """The change feed of a sync store: a plain iterator (and context manager) over the
+    async follower running on the store's loop."""
+
+    def __init__(self, agen: AsyncIterator[Change], loop: Loop) -> None:
+        self._agen: Any = agen
+        self._loop = loop
+        self._done = False
+
+    def __iter__(self) -> ChangeIterator:
+        return self
+
+    def __next__(self) -> Change:
+        if self._done:
+            raise StopIteration
+        try:
+            change: Change = self._loop.call(self._agen.__anext__)
+        except StopAsyncIteration:
+            self._done = True
+            raise StopIteration from None
+        return change
+
+    def close(self) -> None:
+        """Stop following and release the follower's connection. Idempotent."""
+        if not self._done:
+            self._done = True
+            with contextlib.suppress(StoreError, RuntimeError):
+                self._loop.call(self._agen.aclose)
+
+    def __enter__(self) -> ChangeIterator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -330,6 +376,9 @@ SQLiteStore.__init__.__signature__ = inspect.signature(  # type: ignore[attr-def
 )
 _SyncStore.transaction.__signature__ = inspect.signature(  # type: ignore[attr-defined]
     _AsyncSQLiteStore.transaction
+)
+_SyncStore.changes.__signature__ = inspect.signature(  # type: ignore[attr-defined]
+    _AsyncSQLiteStore.changes
 )
 
 

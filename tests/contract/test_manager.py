@@ -203,7 +203,13 @@ async def test_delete_leaves_no_row_behind(store: Store, storage: Storage) -> No
     assert m.session(victim) is not handle  # cached handle dropped
 
     assert await storage.rows_matching("no-such-session", vic_marker) == {}
-    assert await storage.table_counts() == baseline
+    # the change feed keeps the victim's events, numbered, but emptied, and says it was deleted
+    feed = [c for c in await store.read_changes("ns", limit=10_000) if c.session_id == victim]
+    assert feed[-1].kind == "session_deleted"
+    assert all(c.data == {} for c in feed)
+    counts = await storage.table_counts()
+    assert counts.pop("changes") == baseline.pop("changes") + len(feed)
+    assert counts == baseline
     assert await m.get(victim) is None
     assert await m.search(vic_marker) == []
     assert await m.session(victim).get_history() == []

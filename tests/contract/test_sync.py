@@ -155,6 +155,30 @@ def test_eight_threads_append_to_one_store(sync_store: Any) -> None:
         assert len(sync.Session.create(sync_store, f"own-{n}").get_history()) == per_thread
 
 
+def test_the_change_feed_is_a_plain_iterator(sync_store: Any) -> None:
+    s = sync.Session.create(sync_store, "s", namespace="ns")
+    s.append_message(text("user", "one", "m1"))
+    with sync_store.changes("ns", follow=False) as it:
+        assert [(c.seq, c.data["message_id"]) for c in it] == [(1, "m1")]
+    got: list[Any] = []
+
+    def follow() -> None:
+        with sync_store.changes("ns", since=1, poll_interval=0.01) as feed:
+            for change in feed:
+                got.append(change)
+                if len(got) == 3:
+                    return
+
+    reader = threading.Thread(target=follow)
+    reader.start()
+    for i in range(2, 5):
+        s.append_message(text("user", f"m{i}", f"m{i}"))
+    reader.join(timeout=30)
+    assert [c.data["message_id"] for c in got] == ["m2", "m3", "m4"]
+    with pytest.raises(ValueError):
+        sync_store.changes("ns", since=-1)
+
+
 async def test_works_where_a_loop_is_already_running(sync_store: Any) -> None:
     # As in Jupyter: the calling thread runs an event loop.
     asyncio.get_running_loop()

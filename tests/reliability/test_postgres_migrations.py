@@ -163,6 +163,7 @@ async def test_v9_lexical_rows_keep_their_unique_key_which_becomes_covering() ->
                 " ADD PRIMARY KEY (coll, kind, key, doc)"
             )
             await conn.execute("DROP TABLE search_docs")
+            await conn.execute("DROP TABLE changes, change_counters")  # m012
             await conn.execute("UPDATE mindstore_schema SET version = 9")
             cur = await conn.execute("SELECT count(*) FROM search_terms")
             before = await cur.fetchone()
@@ -213,6 +214,7 @@ async def test_v10_term_rows_are_copied_into_search_docs() -> None:
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
             await conn.execute(f'SET search_path TO "{schema}"')
             await conn.execute("DROP TABLE search_docs")  # back to version 10
+            await conn.execute("DROP TABLE changes, change_counters")  # (m012)
             await conn.execute("UPDATE mindstore_schema SET version = 10")
         store = await PostgresStore.open(url, schema=schema, min_size=1, max_size=1)
         await store.aclose()

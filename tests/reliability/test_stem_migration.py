@@ -32,6 +32,7 @@ async def test_sqlite_file_of_version_10_is_reindexed_on_open(tmp_path: Path) ->
     with sqlite3.connect(path) as conn:  # as a version-10 file: keys this stemmer never makes
         for table in ("search_terms", "search_pending", "search_stats"):
             conn.execute(f"DELETE FROM {table}")
+        conn.execute("DROP TABLE changes")  # m012's, which a version-10 file does not have
         conn.execute("PRAGMA user_version = 10")
     async with SQLiteStore(path) as store:
         assert (await store.stats())["schema_version"] == LATEST_VERSION
@@ -59,6 +60,7 @@ async def test_postgres_schema_of_version_11_is_reindexed_on_open() -> None:
             await conn.execute(f'SET search_path TO "{schema}"')
             for table in ("search_terms", "search_docs", "search_stats"):  # keys unknown now
                 await conn.execute(f"DELETE FROM {table}")
+            await conn.execute("DROP TABLE changes, change_counters")  # m013's
             await conn.execute("UPDATE mindstore_schema SET version = 11")
         store = await PostgresStore.open(url, schema=schema, min_size=1, max_size=1)
         try:

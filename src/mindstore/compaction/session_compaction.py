@@ -27,6 +27,13 @@ Invariants:
   ``get_history`` and stored back (if nothing changed meanwhile). With a user
   ``token_counter`` the counter receives the overlaid path and the system prompt on every
   append (the user chose that cost).
+* Status (DESIGN §14): ``on_status`` callbacks get a :class:`~mindstore.changes.Status` after
+  every append (``idle``, with the measured context tokens) and when a compaction starts
+  (``compacting``) and ends (``idle``). The change feed gets the compaction's events and its
+  two status changes (``compaction_started`` + ``status`` in one write, ``status`` — or
+  ``compaction_failed`` + ``status`` — in another); an append's own event is its
+  ``message_appended``, so appends pay for no second write. A failing callback is logged,
+  never raised.
 * Back-off: when an automatic compaction leaves the context above the threshold (the head,
   summary and tail the compaction function keeps are larger than it), compacting again after
   every append would call the summariser each time for nothing. Automatic compaction then
@@ -57,6 +64,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mindstore._async import maybe_await
+from mindstore.changes import Status
 from mindstore.compaction.compact_function import CompactContext, CompactResult
 from mindstore.compaction.overlays import COMPACTION_ID_PREFIX, resolve_overlays
 from mindstore.compaction.reader import HistoryReader
@@ -167,6 +175,7 @@ class Compactor:
         self._threshold: int | None = None
         self._token_counter: Callable[..., Any] | None = None
         self._error_handler: Callable[[BaseException], Any] | None = None
+        self._status_callbacks: list[Callable[[Status], Any]] = []
         # run-time state
         self._prompt_tokens: tuple[str, int] | None = None
         self._auto_compacting = False
@@ -213,16 +222,46 @@ class Compactor:
         session's automatic media eviction). A hook must not raise."""
         self._append_hooks.append(hook)
 
+    def on_status(self, callback: Callable[[Status], Any]) -> None:
+        if not callable(callback):
+            raise TypeError("on_status takes a callable callback(status)")
+        self._status_callbacks.append(callback)
+
+    # ---- status ----------------------------------------------------------------------------------
+    async def _status(
+        self,
+        state: str,
+        tokens: int | None,
+        *,
+        events: Sequence[tuple[str, dict[str, Any]]] | None = None,
+    ) -> None:
+        """Tell the ``on_status`` callbacks; with ``events``, first record them and the status
+        in the change feed (one write)."""
+        status = Status(
+            namespace=self._key.namespace,
+            session_id=self._key.session_id,
+            state="compacting" if state == "compacting" else "idle",
+            token_estimate=tokens,
+            threshold=int(self._threshold) if self._threshold is not None else None,
+        )
+        if events is not None:
+            await self._store.record_changes(self._key, [*events, ("status", status.as_data())])
+        for callback in self._status_callbacks:
+            try:
+                await maybe_await(callback(status))
+            except Exception:
+                logger.exception("an on_status callback of session %r raised", status.session_id)
+
     # ---- automatic compaction -------------------------------------------------------------------
     async def after_append(self, message: dict[str, Any]) -> None:
         """The automatic steps after a fresh insert of ``message`` — the append hooks, then the
         compaction check (call it after every append that inserted; for a batch, once with its
         last new message). Never raises: compaction errors go to the ``on_compaction_error``
-        handler, else the log. With ``background=True`` the check is only scheduled and this
-        returns at once."""
+        handler, else the log; the ``on_status`` callbacks hear the context's size. With
+        ``background=True`` the check is only scheduled and this returns at once."""
         for hook in self._append_hooks:
             await hook(message)
-        if self._threshold is None:
+        if self._threshold is None and not self._status_callbacks:
             return
         mid = str(message["id"])
         if not self._background:
@@ -259,11 +298,14 @@ class Compactor:
 
     async def _check(self, mid: str) -> None:
         threshold = self._threshold
-        if threshold is None or self._auto_compacting:
+        if (threshold is None and not self._status_callbacks) or self._auto_compacting:
             return
         try:
             before = await self._store.token_estimate(self._key)
             tokens, path_tokens = await self._measure(mid, before)
+            await self._status("idle", tokens)
+            if threshold is None:
+                return
             floor = before.floor if before is not None else None
             if tokens <= max(threshold, floor or 0):
                 return
@@ -434,6 +476,37 @@ class Compactor:
             namespace=self._key.namespace,
             leaf_id=rows[-1].id,
         )
+        leaf = rows[-1].id
+        tokens: int | None = estimate_message_tokens(history, self._tokenizer)
+        tokens = (tokens or 0) + self._system_prompt_tokens(
+            await self._prompt.freeze_system_prompt()
+        )
+        await self._status("compacting", tokens, events=[("compaction_started", {"leaf_id": leaf})])
+        try:
+            stored = await self._run_compaction(fn, rows, compactions, history, context)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"[:500]
+            try:
+                failed = ("compaction_failed", {"leaf_id": leaf, "error": error})
+                await self._status("idle", tokens, events=[failed])
+            except Exception:
+                logger.exception("recording the failed compaction in the change feed failed")
+            raise
+        if stored is not None:
+            after = await self._store.token_estimate(self._key)
+            tokens, _ = await self._measure(leaf, after)
+        await self._status("idle", tokens, events=[])
+        return stored
+
+    async def _run_compaction(
+        self,
+        fn: Callable[..., Any],
+        rows: Sequence[Any],
+        compactions: Sequence[Compaction],
+        history: list[dict[str, Any]],
+        context: CompactContext,
+    ) -> Compaction | None:
+        """Call the compaction function, validate and store its result (see :meth:`compact`)."""
         result = await maybe_await(fn(history, context))
         if result is None:
             return None

@@ -23,6 +23,10 @@ serves one session of one namespace of a store:
 - **Prompts**: ``system_prompt`` — the frozen system prompt as one user-role message (MCP
   prompts have no system role), identical to the ``mindstore://prompt`` resource.
 
+- **Resource updates**: the server follows the store's change feed and sends
+  ``notifications/resources/updated`` for these resources when they change — whoever wrote
+  them (:mod:`mindstore.integrations.mcp_live`).
+
 Transports: stdio (:func:`serve_stdio`, the default) or streamable HTTP on 127.0.0.1
 (:func:`serve_http`, path ``/mcp``), with the SDK's DNS-rebinding protection for loopback and a
 required bearer token: on a machine shared with other users any local process can reach a
@@ -307,8 +311,16 @@ def create_server(
     """The SDK server object for a store's session (run it with :func:`serve_stdio` or
     :func:`serve_http`, or connect the SDK's in-process ``Client`` to it)."""
     from mindstore import __version__
+    from mindstore.integrations.mcp_live import ResourceWatcher
 
     handlers = MemoryServer(store, config, namespace=namespace, session_id=session_id)
+    watcher = ResourceWatcher(
+        store,
+        namespace=namespace,
+        session_id=session_id,
+        prompt_uri=PROMPT_URI,
+        block_uri_prefix=BLOCK_URI_PREFIX,
+    )
     return Server(
         "mindstore",
         version=__version__,
@@ -325,6 +337,11 @@ def create_server(
         on_list_resource_templates=handlers.list_resource_templates,
         on_list_prompts=handlers.list_prompts,
         on_get_prompt=handlers.get_prompt,
+        # resource updates from the change feed (mcp_live.py)
+        lifespan=watcher.lifespan,
+        on_subscribe_resource=watcher.subscribe,
+        on_unsubscribe_resource=watcher.unsubscribe,
+        on_subscriptions_listen=watcher.listen,
     )
 
 

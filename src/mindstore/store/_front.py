@@ -19,14 +19,18 @@ A backend subclasses :class:`StoreFront` and provides the three runners, ``_doma
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from datetime import datetime
 from types import ModuleType, TracebackType
 from typing import Any, ClassVar, NamedTuple
 
+from mindstore.changes import Change
 from mindstore.errors import InvalidKeyError
 from mindstore.search import ParsedQuery, SearchResult
-from mindstore.store import _rules
+from mindstore.store import _changes, _rules
+from mindstore.store._changes import ChangeRow, Describe
 from mindstore.store._checks import (
     check_entry_key,
     check_id,
@@ -64,12 +68,23 @@ class Domains(NamedTuple):
     state: ModuleType
     entries: ModuleType
     registry: ModuleType
+    changes: ModuleType
+
+
+#: The events of the writes made inside an open ``store.transaction()`` block, per store (by
+#: ``id``): recorded once when the block ends, so the namespace's feed counter — which
+#: serialises the namespace's writers on PostgreSQL — is held only while the block commits.
+_PENDING: ContextVar[dict[int, list[ChangeRow]] | None] = ContextVar(
+    "mindstore_pending_changes", default=None
+)
 
 
 class StoreFront(ABC):
     """The :class:`~mindstore.store.base.Store` methods, written once for every backend."""
 
     _domains: ClassVar[Domains]
+    #: PostgreSQL's notification channel for this store's schema (None on SQLite).
+    _change_channel: str | None = None
     #: whether :func:`._rules.prepare_append` also tokenises for the index (PostgreSQL sends
     #: the index rows with the insert; SQLite's domain code indexes inside the transaction).
     _index_in_prepare: ClassVar[bool] = False
@@ -102,12 +117,70 @@ class StoreFront(ABC):
     ) -> None:
         await self.aclose()
 
+    # ---- the change feed: every write records its events in its own transaction -----------
+    def _logged(
+        self, fn: Callable[..., Any], describe: Describe, before: Callable[..., Any] | None = None
+    ) -> Callable[..., Any]:
+        """``fn`` (a domain function) that also records the events ``describe`` derives from
+        its arguments and result, in the same transaction (see :mod:`._changes`)."""
+        pending = _PENDING.get()
+        mine = pending.get(id(self)) if pending is not None else None
+        return self._domains.changes.logged(fn, describe, before, mine, self._change_channel)
+
+    @asynccontextmanager
+    async def _collect_changes(self, namespaces: set[str] | None = None) -> AsyncIterator[None]:
+        """Around the body of an outermost ``transaction()`` block (inside its transaction):
+        hold the events of its writes, then record them as its last statement (and add
+        their namespaces to ``namespaces``, for a wake-up after the commit)."""
+        pending = _PENDING.get()
+        if pending is not None and id(self) in pending:
+            yield  # nested: the outer block records
+            return
+        rows: list[ChangeRow] = []
+        token = _PENDING.set({**(pending or {}), id(self): rows})
+        try:
+            yield
+        finally:
+            _PENDING.reset(token)
+        if rows:
+            await self._write(self._domains.changes.record, rows, self._change_channel)
+            if namespaces is not None:
+                namespaces.update(r[0] for r in rows)
+
+    async def latest_change_seq(self, namespace: str) -> int:
+        """See :meth:`mindstore.store.base.ChangeStore.latest_change_seq`."""
+        check_name(namespace, "namespace")
+        result: int = await self._read(self._domains.changes.latest_seq, namespace)
+        return result
+
+    async def read_changes(
+        self, namespace: str, *, since: int = 0, limit: int = 500
+    ) -> list[Change]:
+        """See :meth:`mindstore.store.base.ChangeStore.read_changes`."""
+        _changes.check_changes_args(namespace, since, limit, 1)
+        result: list[Change] = await self._read(self._domains.changes.read, namespace, since, limit)
+        return result
+
+    async def record_changes(
+        self, key: SessionKey, events: Sequence[tuple[str, Mapping[str, Any]]]
+    ) -> None:
+        """See :meth:`mindstore.store.base.ChangeStore.record_changes`."""
+        rows = _changes.check_record(key, events)
+        if rows:
+            await self._write(
+                self._logged(self._domains.changes.nothing, _changes.describe_recorded),
+                rows,
+            )
+
     async def _append_prepared(
         self, key: SessionKey, prepared: Any, expected_leaf: str | _Sentinel | None
     ) -> list[bool]:
         """Write prepared messages (one transaction)."""
         result: list[bool] = await self._write(
-            self._domains.messages.append, key, prepared, expected_leaf
+            self._logged(self._domains.messages.append, _changes.describe_append),
+            key,
+            prepared,
+            expected_leaf,
         )
         return result
 
@@ -207,7 +280,7 @@ class StoreFront(ABC):
         """See :meth:`mindstore.store.base.Store.update`."""
         check_key(key)
         await self._write(
-            self._domains.messages.update,
+            self._logged(self._domains.messages.update, _changes.describe_update),
             key,
             _rules.PreparedUpdate(message, tokens, index=self._index_in_prepare),
         )
@@ -218,12 +291,16 @@ class StoreFront(ABC):
         wanted = _rules.delete_ids(ids)
         if not wanted:
             return 0
-        return await self._write(self._domains.messages.delete, key, wanted)
+        return await self._write(
+            self._logged(self._domains.messages.delete, _changes.describe_delete), key, wanted
+        )
 
     async def clear(self, key: SessionKey) -> None:
         """See :meth:`mindstore.store.base.Store.clear`."""
         check_key(key)
-        await self._write(self._domains.messages.clear_session, key)
+        await self._write(
+            self._logged(self._domains.messages.clear_session, _changes.describe_clear), key
+        )
 
     async def search(
         self,
@@ -260,7 +337,11 @@ class StoreFront(ABC):
         supersedes: Sequence[int] = (),
     ) -> Compaction:
         new = _rules.check_compaction(key, summary, from_id, to_id, supersedes)
-        return await self._write(self._domains.state.add_compaction, key, new)
+        return await self._write(
+            self._logged(self._domains.state.add_compaction, _changes.describe_add_compaction),
+            key,
+            new,
+        )
 
     async def get_compactions(self, key: SessionKey) -> list[Compaction]:
         return await self._read(self._domains.state.get_compactions, check_key(key))
@@ -268,7 +349,13 @@ class StoreFront(ABC):
     async def revert_compaction(self, key: SessionKey, compaction_id: int) -> Compaction:
         check_key(key)
         check_int(compaction_id, "compaction_id")
-        return await self._write(self._domains.state.revert_compaction, key, compaction_id)
+        return await self._write(
+            self._logged(
+                self._domains.state.revert_compaction, _changes.describe_revert_compaction
+            ),
+            key,
+            compaction_id,
+        )
 
     # ---- context blocks ----------------------------------------------------------------------
     async def get_block(self, key: ScopeKey) -> str | None:
@@ -276,16 +363,25 @@ class StoreFront(ABC):
 
     async def set_block(self, key: ScopeKey, content: str) -> None:
         k = check_scope(key)
-        await self._write(self._domains.state.set_block, k, check_text(content, "content"))
+        await self._write(
+            self._logged(self._domains.state.set_block, _changes.describe_block(False)),
+            k,
+            check_text(content, "content"),
+        )
 
     async def update_block(self, key: ScopeKey, fn: Callable[[str], str]) -> str:
         k = check_scope(key)
         return await self._write(
-            self._domains.state.update_block, k, _rules.check_block_function(fn)
+            self._logged(self._domains.state.update_block, _changes.describe_block(False)),
+            k,
+            _rules.check_block_function(fn),
         )
 
     async def delete_block(self, key: ScopeKey) -> None:
-        await self._write(self._domains.state.delete_block, check_scope(key))
+        await self._write(
+            self._logged(self._domains.state.delete_block, _changes.describe_block(True)),
+            check_scope(key),
+        )
 
     async def list_blocks(
         self, namespace: str, session_id: str | None
@@ -300,7 +396,10 @@ class StoreFront(ABC):
     async def put_prompt(self, key: SessionKey, prompt: str, *, overwrite: bool) -> str:
         check_key(key)
         return await self._write(
-            self._domains.state.put_prompt, key, check_text(prompt, "prompt"), overwrite
+            self._logged(self._domains.state.put_prompt, _changes.describe_prompt),
+            key,
+            check_text(prompt, "prompt"),
+            overwrite,
         )
 
     # ---- loaded skills -----------------------------------------------------------------------
@@ -312,7 +411,11 @@ class StoreFront(ABC):
     ) -> bool:
         _rules.check_skill_state(key, label, skill_key, loaded)
         return await self._write(
-            self._domains.state.set_skill_loaded, key, label, skill_key, loaded
+            self._logged(self._domains.state.set_skill_loaded, _changes.describe_skill),
+            key,
+            label,
+            skill_key,
+            loaded,
         )
 
     # ---- keyed entries -----------------------------------------------------------------------
@@ -328,7 +431,9 @@ class StoreFront(ABC):
     ) -> None:
         k = check_scope(key)
         new = _rules.check_entry(entry_key, content, description, data, expires_at)
-        await self._write(self._domains.entries.put_entry, k, new)
+        await self._write(
+            self._logged(self._domains.entries.put_entry, _changes.describe_put_entry), k, new
+        )
 
     async def get_entry(self, key: ScopeKey, entry_key: str) -> Entry | None:
         found = await self.get_entries(key, [entry_key])
@@ -357,14 +462,22 @@ class StoreFront(ABC):
     async def delete_expired_entries(self, namespace: str | None = None) -> int:
         if namespace is not None:
             check_name(namespace, "namespace")
-        return await self._write(self._domains.entries.delete_expired_entries, namespace)
+        gone: list[Any] = await self._write(
+            self._logged(self._domains.entries.delete_expired_entries, _changes.describe_expired),
+            namespace,
+        )
+        return len(gone)
 
     async def count_entries(self, key: ScopeKey) -> int:
         return await self._read(self._domains.entries.count_entries, check_scope(key))
 
     async def delete_entry(self, key: ScopeKey, entry_key: str) -> bool:
         k = check_scope(key)
-        return await self._write(self._domains.entries.delete_entry, k, check_entry_key(entry_key))
+        return await self._write(
+            self._logged(self._domains.entries.delete_entry, _changes.describe_delete_entry),
+            k,
+            check_entry_key(entry_key),
+        )
 
     async def search_entries(
         self, key: ScopeKey, query: ParsedQuery, *, limit: int = 10
@@ -391,7 +504,14 @@ class StoreFront(ABC):
         metadata: Mapping[str, Any] | None = None,
     ) -> SessionInfo:
         new = _rules.check_new_session(key, name, parent_session_id, model, source, metadata)
-        return await self._write(self._domains.registry.create_session, key, new)
+        return await self._write(
+            self._logged(
+                self._domains.registry.create_session,
+                _changes.describe_session("session_created"),
+            ),
+            key,
+            new,
+        )
 
     async def get_session(self, key: SessionKey) -> SessionInfo | None:
         return await self._read(self._domains.registry.get_session, check_key(key))
@@ -408,7 +528,12 @@ class StoreFront(ABC):
         """See :meth:`mindstore.store.base.Store.update_session`."""
         check_key(key)
         return await self._write(
-            self._domains.registry.update_session, key, check_session_fields(fields)
+            self._logged(
+                self._domains.registry.update_session,
+                _changes.describe_session("session_updated"),
+            ),
+            key,
+            check_session_fields(fields),
         )
 
     async def add_usage(
@@ -417,7 +542,13 @@ class StoreFront(ABC):
         check_key(key)
         usd = _rules.check_usage(input_tokens, output_tokens, cost)
         return await self._write(
-            self._domains.registry.add_usage, key, input_tokens, output_tokens, usd
+            self._logged(
+                self._domains.registry.add_usage, _changes.describe_session("session_updated")
+            ),
+            key,
+            input_tokens,
+            output_tokens,
+            usd,
         )
 
     async def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> int:
@@ -427,7 +558,12 @@ class StoreFront(ABC):
     async def delete_session(self, key: SessionKey) -> bool:
         check_key(key)
         return await self._write(
-            self._domains.registry.delete_session, key, self._domains.messages.clear_session
+            self._logged(
+                self._domains.registry.delete_session,
+                _changes.describe_session("session_deleted"),
+            ),
+            key,
+            self._domains.messages.clear_session,
         )
 
     async def delete_namespace(self, namespace: str) -> dict[str, int]:

@@ -3,9 +3,10 @@
 The protocol is split by role — :class:`MessageStore` (message trees, paths, search),
 :class:`OverlayStore` (compaction overlays), :class:`BlockStore` (context blocks, the frozen
 prompt, loaded skills), :class:`EntryStore` (keyed entries), :class:`RegistryStore` (the session
-registry and whole-store operations) — and :class:`Store` is all of them plus the lifecycle and
-:meth:`Store.transaction`. A component that needs one role can ask for that role only. The value
-types live in :mod:`mindstore.store.types`; this module re-exports them.
+registry and whole-store operations), :class:`ChangeStore` (the change feed) — and
+:class:`Store` is all of them plus the lifecycle and :meth:`Store.transaction`. A component
+that needs one role can ask for that role only. The value types live in
+:mod:`mindstore.store.types`; this module re-exports them.
 
 Any class that passes ``tests/contract`` is a valid backend. Stores only move rows: validation
 of messages, overlay application, token estimates, rendering and compaction planning live in pure
@@ -26,11 +27,12 @@ compare-and-append races as :class:`~mindstore.errors.ConflictError`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
+from mindstore.changes import Change
 from mindstore.search import ParsedQuery, SearchResult
 from mindstore.store.types import (
     AUTO,
@@ -56,6 +58,7 @@ __all__ = [
     "AUTO",
     "UNSET",
     "BlockStore",
+    "ChangeStore",
     "Compaction",
     "Entry",
     "EntryHit",
@@ -384,8 +387,71 @@ class RegistryStore(Protocol):
         ...
 
 
+class ChangeStore(Protocol):
+    """The change feed (DESIGN §14): every write above records its events, numbered per
+    namespace, in its own transaction (see :mod:`mindstore.changes` for the kinds)."""
+
+    def changes(
+        self,
+        namespace: str,
+        *,
+        since: int = 0,
+        follow: bool = True,
+        poll_interval: float = 0.05,
+        batch: int = 500,
+    ) -> AsyncGenerator[Change, None]:
+        """``async for event in store.changes(namespace, since=seq)``: the namespace's events
+        numbered above ``since``, in order, then — with ``follow`` (default) — each new one
+        as soon as its write commits, in any process; ``follow=False`` stops at the end.
+
+        No event is skipped or given twice: numbers are handed out in commit order without
+        gaps, so a reader that stops (or is killed) after handling event ``n`` and starts
+        again with ``since=n`` gets exactly the events it had not handled. After
+        ``delete_session`` its events keep their numbers with their ``data`` emptied
+        (``{}``), followed by ``session_deleted``. After ``delete_namespace`` the feed starts
+        again from 1; a follower further on is given a ``namespace_deleted`` event numbered
+        0, then the new feed from its start.
+
+        Each follower holds one connection of its own, closed when the iteration ends (close
+        the iterator, e.g. ``contextlib.aclosing``, when you stop early). ``poll_interval``:
+        how often SQLite checks for a commit while nothing is new; PostgreSQL is woken by
+        ``NOTIFY`` instead. ``batch``: events read per query.
+
+        Raises:
+            ValueError: a negative ``since``, a ``batch`` below 1, a bad ``poll_interval``.
+            InvalidKeyError: a bad namespace.
+            StoreError: the store is closed, or its database stayed unreachable.
+        """
+        ...
+
+    async def read_changes(
+        self, namespace: str, *, since: int = 0, limit: int = 500
+    ) -> list[Change]:
+        """One read of the feed: at most ``limit`` events numbered above ``since``, in order."""
+        ...
+
+    async def latest_change_seq(self, namespace: str) -> int:
+        """The number of the namespace's latest event (0: none) — follow "from now" with
+        ``changes(namespace, since=await store.latest_change_seq(namespace))``."""
+        ...
+
+    async def record_changes(
+        self, key: SessionKey, events: Sequence[tuple[str, Mapping[str, Any]]]
+    ) -> None:
+        """Record session-level events that no store write describes — ``compaction_started``,
+        ``compaction_failed``, ``status`` (a Session records them) — in one transaction.
+
+        Raises:
+            InvalidKeyError: another kind.
+            TypeError: data that is not a JSON-serialisable mapping.
+        """
+        ...
+
+
 @runtime_checkable
-class Store(MessageStore, OverlayStore, BlockStore, EntryStore, RegistryStore, Protocol):
+class Store(
+    MessageStore, OverlayStore, BlockStore, EntryStore, RegistryStore, ChangeStore, Protocol
+):
     """Persistence for namespaced message trees, blocks, overlays and search: every role.
 
     Any class that passes tests/contract is a valid backend.

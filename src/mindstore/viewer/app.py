@@ -16,6 +16,9 @@ Security (see docs/viewer.md):
   ``mindstore_token`` cookie, which ``?token=T`` sets once (then redirects to the URL without it).
 * Templates autoescape every value; no template marks a stored string safe. Links are built from
   fixed paths plus URL-encoded query parameters, never from stored text.
+* Live pages (:mod:`.live`): ``/api/events`` streams the change feed as server-sent events
+  (same guard, same origin); the script swaps in a freshly fetched page, never stored HTML
+  fragments built in the browser.
 * Static files are a fixed table loaded from the package at start-up: no path from a request
   ever reaches the file system.
 """
@@ -46,7 +49,7 @@ except ImportError as exc:  # pragma: no cover - exercised by tests/meta/test_ex
 from mindstore.cli.render import to_jsonable
 from mindstore.messages import is_tool_part, tool_name
 
-from . import data
+from . import data, live
 from .readonly import ReadOnlyStore
 from .tree import DEFAULT_LIMIT
 
@@ -294,6 +297,9 @@ async def _search(store: ReadOnlyStore, request: Request) -> dict[str, Any]:
     )
 
 
+#: The pages that follow the change feed and update in place (see :mod:`.live`).
+LIVE_PAGES = frozenset({"/session", "/blocks", "/prompt"})
+
 PAGES: Mapping[str, tuple[Page, str]] = {
     "/": (_namespaces, "namespaces.html"),
     "/sessions": (_sessions, "sessions.html"),
@@ -335,6 +341,11 @@ def create_app(
     def page(fn: Page, template: str) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
             try:
+                live_since = None
+                if request.url.path in LIVE_PAGES:
+                    # read before the page's data: the page then follows from here (live.py)
+                    ns = _str(request, "ns", "default") or "default"
+                    live_since = await holder["store"].latest_change_seq(ns)
                 context = await fn(holder["store"], request)
             except (data.NotFound, MindstoreError, ValueError) as exc:
                 status = _status(exc)
@@ -351,7 +362,11 @@ def create_app(
             search_ns = context.get("namespace") or request.query_params.get("ns") or "default"
             return HTMLResponse(
                 env.get_template(template).render(
-                    title=title, page=request.url.path, search_ns=search_ns, **context
+                    title=title,
+                    page=request.url.path,
+                    search_ns=search_ns,
+                    live_since=live_since,
+                    **context,
                 )
             )
 
@@ -378,6 +393,13 @@ def create_app(
         Route("/api" + (path if path != "/" else "/namespaces"), api(fn), methods=["GET"])
         for path, (fn, _tpl) in PAGES.items()
     ]
+    routes.append(
+        Route(
+            "/api/events",
+            lambda request: live.stream_response(holder["store"], request),
+            methods=["GET"],
+        )
+    )
     routes.append(Route("/static/{name}", static_file, methods=["GET"]))
     routes.append(Route("/favicon.ico", lambda _r: Response(status_code=204), methods=["GET"]))
     app = Starlette(routes=routes, lifespan=lifespan)

@@ -18,10 +18,11 @@ Two layers:
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
 from pathlib import Path
 from typing import Any
 
+from mindstore.changes import Change
 from mindstore.cli.common import sqlite_path
 from mindstore.errors import MindstoreError, SchemaVersionError, StoreError
 from mindstore.search import ParsedQuery, SearchResult
@@ -62,6 +63,9 @@ READ_METHODS = frozenset(
         "list_sessions",
         "list_namespaces",
         "stats",
+        "changes",
+        "read_changes",
+        "latest_change_seq",
     }
 )
 """The Store methods the viewer may call; every other method of the protocol writes."""
@@ -156,6 +160,27 @@ class ReadOnlyStore:
 
     async def stats(self) -> dict[str, int]:
         return await self._store.stats()
+
+    def changes(
+        self,
+        namespace: str,
+        *,
+        since: int = 0,
+        follow: bool = True,
+        poll_interval: float = 0.05,
+        batch: int = 500,
+    ) -> AsyncGenerator[Change, None]:
+        return self._store.changes(
+            namespace, since=since, follow=follow, poll_interval=poll_interval, batch=batch
+        )
+
+    async def read_changes(
+        self, namespace: str, *, since: int = 0, limit: int = 500
+    ) -> list[Change]:
+        return await self._store.read_changes(namespace, since=since, limit=limit)
+
+    async def latest_change_seq(self, namespace: str) -> int:
+        return await self._store.latest_change_seq(namespace)
 
 
 def _check_sqlite_file(path: Path) -> None:

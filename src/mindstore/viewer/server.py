@@ -82,6 +82,8 @@ def _config(db: str, host: str, token: str | None, **options: Any) -> uvicorn.Co
         access_log=False,
         server_header=False,
         proxy_headers=False,
+        # open live pages (server-sent events) must not hold a stopping server for long
+        timeout_graceful_shutdown=2,
     )
 
 

@@ -127,18 +127,21 @@ async def set_entry_expiry(
     return n
 
 
-async def delete_expired_entries(conn: Conn, namespace: str | None) -> int:
+async def delete_expired_entries(
+    conn: Conn, namespace: str | None
+) -> list[tuple[str, str, str, str]]:
+    """Delete the expired entries; their (namespace, scope, label, key), for the feed."""
     cur = await conn.execute(
         "DELETE FROM entries WHERE expires_at IS NOT NULL "
         "AND expires_at <= clock_timestamp() "
         "AND (%(ns)s::text IS NULL OR namespace = %(ns)s::text) "
-        "RETURNING id, namespace, scope, label",
+        "RETURNING id, namespace, scope, label, key",
         {"ns": namespace},
     )
     gone = await cur.fetchall()
-    for doc, ns, scope, label in gone:
+    for doc, ns, scope, label, _ in gone:
         await lexical.unindex(conn, entry_collection(ns, scope, label), [doc])
-    return len(gone)
+    return [(ns, scope, label, key) for _, ns, scope, label, key in gone]
 
 
 async def count_entries(conn: Conn, k: Scope) -> int:

@@ -132,6 +132,14 @@ async def delete_session(conn: Conn, key: SessionKey, clear: ClearSession) -> bo
         await lexical.unindex(conn, entry_collection(ns, sess, label), docs)
     if sid is not None:
         await conn.execute("DELETE FROM sessions WHERE sid = %s", (sid,))
+    # its events keep their numbers (no gap, never reused) but lose what they named (its
+    # messages, entries, skills); the store then records session_deleted
+    if existed:
+        await conn.execute(
+            "UPDATE changes SET data = '{}' WHERE namespace = %s AND session_id = %s"
+            " AND data <> '{}'",
+            (ns, sess),
+        )
     return existed
 
 
@@ -167,6 +175,10 @@ async def delete_namespace(conn: Conn, namespace: str) -> dict[str, int]:
         ("entries", "DELETE FROM entries WHERE namespace = %s"),
         ("prompts", "DELETE FROM prompts WHERE namespace = %s"),
         ("skill_states", "DELETE FROM skill_states WHERE namespace = %s"),
+        # the change feed: its events and its counter (a follower learns of the deletion
+        # from the counter going back, see changes())
+        ("", "DELETE FROM changes WHERE namespace = %s"),
+        ("", "DELETE FROM change_counters WHERE namespace = %s"),
     ):
         cur = await conn.execute(sql, (namespace,))
         if name:

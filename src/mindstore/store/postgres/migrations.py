@@ -410,6 +410,31 @@ m011_search_docs: Final = [
 # stems them alike, as on SQLite; every key changes, so the index is rebuilt (REINDEX_AFTER).
 m012_english_stems: Final[list[str]] = []
 
+# Why: the change feed (issue 32). Every write records its events here in its own transaction,
+# numbered per namespace by ``change_counters`` (one row per namespace, bumped last in each
+# write: its row lock hands numbers out in commit order, and a rollback returns them, so the
+# numbers have no gap). ``changes`` is keyed by (namespace, seq): a reader resuming after
+# ``seq`` is one index range. ``data`` is JSON as text: written and read back as it is.
+m013_change_feed: Final = [
+    """
+    CREATE TABLE change_counters (
+        namespace text COLLATE "C" PRIMARY KEY,
+        last_seq bigint NOT NULL
+    )
+    """,
+    """
+    CREATE TABLE changes (
+        namespace text COLLATE "C" NOT NULL,
+        seq bigint NOT NULL,
+        kind text NOT NULL,
+        session_id text,
+        data text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (namespace, seq)
+    )
+    """,
+]
+
 MIGRATIONS: Final[list[tuple[int, str, list[str]]]] = [
     (1, "m001_message_tree", m001_message_tree),
     (2, "m002_message_search", m002_message_search),
@@ -423,6 +448,7 @@ MIGRATIONS: Final[list[tuple[int, str, list[str]]]] = [
     (10, "m010_covering_terms", m010_covering_terms),
     (11, "m011_search_docs", m011_search_docs),
     (12, "m012_english_stems", m012_english_stems),
+    (13, "m013_change_feed", m013_change_feed),
 ]
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]

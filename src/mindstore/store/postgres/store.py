@@ -49,16 +49,19 @@ message or entry they index, and reads candidates from them. Semantic search is
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
+from mindstore.changes import Change
 from mindstore.embeddings import Embedder
 from mindstore.errors import (
     MindstoreError,
     StoreError,
 )
 from mindstore.search import ParsedQuery, SearchResult
+from mindstore.store import _changes as feed_rules
 from mindstore.store._checks import (
     check_choice,
     check_key,
@@ -70,7 +73,7 @@ from mindstore.store.base import (
     SessionKey,
     _Sentinel,
 )
-from mindstore.store.postgres import _entries, _messages, _registry, _search, _state
+from mindstore.store.postgres import _changes, _entries, _messages, _registry, _search, _state
 from mindstore.store.postgres._connection import (
     DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT,
     DEFAULT_LOCK_TIMEOUT,
@@ -94,6 +97,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+logger = logging.getLogger("mindstore")
 
 
 # ---- SQL ---------------------------------------------------------------------------------------
@@ -122,6 +126,8 @@ class PostgresStore(StoreFront, VectorMethods):
         # with their statistics summed (postgres/_search.py)
         self._wide: set[str] = set()
         self._dsn = dsn
+        self._change_channel = _changes.channel(schema)
+        self._waker = _changes.Waker(self._change_channel, self._send_wakeup)
         self._embedder = check_embedder(embedder)
         self._vectors: PostgresVectors | None = (
             PostgresVectors(self._db, self._embedder, vector_index) if self._embedder else None
@@ -249,6 +255,8 @@ class PostgresStore(StoreFront, VectorMethods):
         closed after that loop ended closes its idle connections directly. Better: open and
         use the store inside one loop, or use :mod:`mindstore.sync` from code that is not async.
         """
+        if not self._db.closed:
+            await self._waker.drain()
         await self._db.close()
 
     # ---- transactions (the plumbing is in _connection.py) ------------------------------------
@@ -257,7 +265,24 @@ class PostgresStore(StoreFront, VectorMethods):
         see :meth:`.PostgresConnection.write`. The one write style of both backends: a store
         method validates, then passes a domain function and its arguments here
         (SQLiteStore._write is the twin)."""
-        return await self._db.write(fn, *args)
+        result = await self._db.write(fn, *args)
+        namespaces = getattr(fn, "namespaces", None)
+        if namespaces and not self._db.in_transaction:
+            await self._wake_followers(namespaces)
+        return result
+
+    async def _wake_followers(self, namespaces: set[str]) -> None:
+        """After a commit: wake the followers of ``namespaces`` (see
+        :func:`._changes.notify_sql`), off the write's path (:class:`._changes.Waker`). Never
+        fails the write that committed: a lost wake-up only delays followers until their
+        next periodic read."""
+        self._waker.wake(namespaces)
+
+    async def _send_wakeup(self, sql: Any) -> None:
+        async def send(conn: Conn) -> None:
+            await conn.execute(sql)
+
+        await self._db.read(send)
 
     async def _read(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         """Run ``fn(conn, *args)`` as a read; see :meth:`.PostgresConnection.read`."""
@@ -331,11 +356,61 @@ class PostgresStore(StoreFront, VectorMethods):
         for k in lock:
             check_key(k)
         keys = sorted({(k.namespace, k.session_id) for k in lock})
-        async with self._db.transaction(readonly=readonly, lock=keys):
+        namespaces: set[str] = set()
+        async with (
+            self._db.transaction(readonly=readonly, lock=keys),
+            self._collect_changes(namespaces),
+        ):
             yield
+        if namespaces and not self._db.in_transaction:  # the outermost block committed
+            await self._wake_followers(namespaces)
+
+    # ---- the change feed -------------------------------------------------------------------
+    def changes(
+        self,
+        namespace: str,
+        *,
+        since: int = 0,
+        follow: bool = True,
+        poll_interval: float = 0.05,
+        batch: int = 500,
+    ) -> AsyncGenerator[Change, None]:
+        """See :meth:`mindstore.store.base.ChangeStore.changes`.
+
+        The follower holds its own connection (not one of the pool's) that ``LISTEN``\\ s on
+        the schema's channel: every write's commit notifies it, so ``poll_interval`` is not
+        used here (a wait still ends every second, to notice a closed store or make up for a
+        lost notification). A lost
+        connection is reopened for up to ``connect_timeout`` and the feed resumes by ``seq``.
+        """
+        feed_rules.check_changes_args(namespace, since, batch, poll_interval)
+        feed = _changes.Feed(
+            namespace,
+            connect=self._connect_follower,
+            chan=_changes.channel(self._schema),
+            max_wait=1.0,
+            retry_for=float(self._limits.get("connect_timeout") or 30.0),
+            is_open=lambda: not self._db.closed,
+        )
+        return feed_rules.follow(feed, since, follow=follow, batch=batch)
+
+    async def _connect_follower(self) -> Any:
+        import psycopg
+        from psycopg import sql as pgsql
+
+        timeout = max(1, int(self._limits.get("connect_timeout") or 30))
+        conn = await psycopg.AsyncConnection.connect(
+            self._dsn, autocommit=True, connect_timeout=timeout
+        )
+        if self._schema is not None:
+            await conn.execute(
+                pgsql.SQL("SET search_path TO {}").format(pgsql.Identifier(self._schema))
+            )
+        await conn.execute("SET TIME ZONE 'UTC'")
+        return conn
 
     # ---- the one backend-specific step of the shared methods (see _front.py) ---------------
-    _domains = Domains(_messages, _search, _state, _entries, _registry)
+    _domains = Domains(_messages, _search, _state, _entries, _registry, _changes)
     _index_in_prepare = True
 
     async def _append_prepared(
@@ -345,7 +420,13 @@ class PostgresStore(StoreFront, VectorMethods):
         server (see the module docstring)."""
         outcome = _messages.AppendOutcome()
         try:
-            return await self._write(_messages.append, key, prepared, expected_leaf, outcome)
+            return await self._write(
+                self._logged(_messages.append, feed_rules.describe_append),
+                key,
+                prepared,
+                expected_leaf,
+                outcome,
+            )
         except StoreError as e:
             wait = self._limits.get("connect_timeout") or 30.0
             return await _messages.settle_append(self._read, e, outcome, wait)

@@ -144,6 +144,10 @@ class SQLiteConnection:
             conn = self._conn = self._open()
         return conn
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
         """Close the connection. Idempotent; later calls raise StoreError."""
         with self._lock:

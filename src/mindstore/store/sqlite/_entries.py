@@ -104,9 +104,12 @@ def set_entry_expiry(
     return n
 
 
-def delete_expired_entries(conn: sqlite3.Connection, namespace: str | None) -> int:
+def delete_expired_entries(
+    conn: sqlite3.Connection, namespace: str | None
+) -> list[tuple[str, str, str, str]]:
+    """Delete the expired entries; their (namespace, scope, label, key), for the feed."""
     old = conn.execute(
-        "SELECT id, namespace, scope, label FROM entries "
+        "SELECT id, namespace, scope, label, key FROM entries "
         "WHERE expires_us IS NOT NULL AND expires_us <= ? "
         "AND (? IS NULL OR namespace = ?)",
         (now_us(), namespace, namespace),
@@ -114,7 +117,7 @@ def delete_expired_entries(conn: sqlite3.Connection, namespace: str | None) -> i
     for row in old:
         lexical.unindex_entry(conn, row[1], row[2], row[3], row[0])
         conn.execute("DELETE FROM entries WHERE id = ?", (row[0],))
-    return len(old)
+    return [(ns, scope, label, key) for _, ns, scope, label, key in old]
 
 
 def count_entries(conn: sqlite3.Connection, k: Scope) -> int:

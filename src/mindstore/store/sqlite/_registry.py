@@ -21,6 +21,11 @@ _SESSION_COLS = (
 ClearSession = Callable[[sqlite3.Connection, SessionKey], int | None]
 
 
+_EMPTY_EVENTS_SQL = (
+    "UPDATE changes SET data = '{}' WHERE namespace = ? AND session_id = ? AND data != '{}'"
+)
+
+
 def get_session(conn: sqlite3.Connection, key: SessionKey) -> SessionInfo | None:
     row = conn.execute(
         f"SELECT {_SESSION_COLS} FROM sessions WHERE namespace = ? AND session_id = ?",
@@ -133,6 +138,10 @@ def delete_session(conn: sqlite3.Connection, key: SessionKey, clear: ClearSessio
     if sid is not None:
         conn.execute("DELETE FROM sessions WHERE sid = ?", (sid,))
         existed = True
+    # its events keep their numbers (no gap, never reused) but lose what they named (its
+    # messages, entries, skills); the store then records session_deleted
+    if existed:
+        conn.execute(_EMPTY_EVENTS_SQL, (ns, sess))
     return existed
 
 
@@ -164,6 +173,9 @@ def delete_namespace(conn: sqlite3.Connection, ns: str) -> dict[str, int]:
         ("entries", "DELETE FROM entries WHERE namespace = ?"),
         ("prompts", "DELETE FROM prompts WHERE namespace = ?"),
         ("skill_states", "DELETE FROM skill_states WHERE namespace = ?"),
+        # the change feed (a follower learns of the deletion from the numbers going back,
+        # see changes())
+        ("", "DELETE FROM changes WHERE namespace = ?"),
     ):
         changed = conn.execute(sql, (ns,)).rowcount
         if name:

@@ -333,6 +333,26 @@ END;
 # docs/benchmarks.md.
 m011_english_stems: Final = ""  # no schema change: the rebuild is the migration
 
+# Why: the change feed (issue 32). Every write records its events here in its own transaction,
+# numbered per namespace: the next number is the namespace's highest plus one, read and
+# inserted in one statement under the write lock SQLite's single writer already holds (so
+# numbers follow commit order and a rollback returns them). Events are never deleted one by
+# one — a deleted session's events are emptied instead — so a number is never handed out
+# twice; delete_namespace removes the whole feed. Keyed by (namespace, seq): a reader resuming
+# after ``seq`` is one range seek, and the next number one seek to the range's end. WITHOUT
+# ROWID: the key is the only access path, and the rows are small.
+m012_change_feed: Final = """
+CREATE TABLE changes (
+    namespace TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    session_id TEXT,
+    data TEXT NOT NULL,
+    created_us INTEGER NOT NULL,
+    PRIMARY KEY (namespace, seq)
+) WITHOUT ROWID;
+"""
+
 MIGRATIONS: Final[list[tuple[int, str, str]]] = [
     (1, "m001_message_tree", m001_message_tree),
     (2, "m002_message_search", m002_message_search),
@@ -345,6 +365,7 @@ MIGRATIONS: Final[list[tuple[int, str, str]]] = [
     (9, "m009_lexical_index", m009_lexical_index),
     (10, "m010_message_vectors", m010_message_vectors),
     (11, "m011_english_stems", m011_english_stems),
+    (12, "m012_change_feed", m012_change_feed),
 ]
 
 LATEST_VERSION: Final = MIGRATIONS[-1][0]

@@ -62,11 +62,14 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Sequence
+import urllib.parse
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager
 from typing import Any, Literal, Self, TypeVar
 
+from mindstore.changes import Change
 from mindstore.embeddings import Embedder
+from mindstore.store import _changes as feed_rules
 from mindstore.store._checks import (
     check_choice,
     check_key,
@@ -76,7 +79,7 @@ from mindstore.store._vectors import VectorMethods, check_embedder
 from mindstore.store.base import (
     SessionKey,
 )
-from mindstore.store.sqlite import _entries, _messages, _registry, _search, _state
+from mindstore.store.sqlite import _changes, _entries, _messages, _registry, _search, _state
 from mindstore.store.sqlite._connection import SQLiteConnection
 from mindstore.store.sqlite.vectors import SQLiteVectors
 
@@ -171,7 +174,7 @@ class SQLiteStore(StoreFront, VectorMethods):
         :meth:`.SQLiteConnection.tx`."""
         return self._db.tx(write=write)
 
-    _domains = Domains(_messages, _search, _state, _entries, _registry)
+    _domains = Domains(_messages, _search, _state, _entries, _registry, _changes)
     _binds_event_loop = False
 
     async def _write(self, fn: Callable[..., T], *args: Any) -> T:
@@ -202,4 +205,46 @@ class SQLiteStore(StoreFront, VectorMethods):
         for k in lock:
             check_key(k)
         with self._db.transaction(readonly=readonly):
-            yield
+            async with self._collect_changes():
+                yield
+
+    # ---- the change feed -------------------------------------------------------------------
+    def changes(
+        self,
+        namespace: str,
+        *,
+        since: int = 0,
+        follow: bool = True,
+        poll_interval: float = 0.05,
+        batch: int = 500,
+    ) -> AsyncGenerator[Change, None]:
+        """See :meth:`mindstore.store.base.ChangeStore.changes`.
+
+        The follower reads on its own read-only connection to the file and checks its
+        ``PRAGMA data_version`` every ``poll_interval`` seconds while nothing is new (a
+        microsecond check; it changes when any other connection commits, this store's
+        included). A ``":memory:"`` store has no file to open: it is followed on the store's
+        own connection.
+        """
+        feed_rules.check_changes_args(namespace, since, batch, poll_interval)
+        memory = self._path == ":memory:"
+        feed = _changes.Feed(
+            namespace,
+            open_reader=None if memory else self._open_follower,
+            shared=self._on_own_connection if memory else None,
+            poll_interval=float(poll_interval),
+            is_open=lambda: not self._db.closed,
+        )
+        return feed_rules.follow(feed, since, follow=follow, batch=batch)
+
+    def _open_follower(self) -> sqlite3.Connection:
+        with self._db.tx(write=False):
+            pass  # the file exists and is migrated before the follower reads it
+        uri = "file:" + urllib.parse.quote(os.path.abspath(self._path)) + "?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA query_only=ON")
+        return conn
+
+    def _on_own_connection(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        with self._db.tx(write=False) as conn:
+            return fn(conn)
