@@ -48,13 +48,12 @@ from mindstore.compaction.session_compaction import wait_background_compactions
 from mindstore.context.spec import BlockSpec, block_arguments
 from mindstore.errors import (
     ConflictError,
-    InvalidKeyError,
     MessageNotFoundError,
     SessionNotFoundError,
     StoreError,
 )
 from mindstore.hybrid import search_messages
-from mindstore.messages import new_message_id, validate_id, validate_message
+from mindstore.messages import new_session_id, validate_id, validate_message
 from mindstore.search import SearchResult, parse_query
 from mindstore.session import DEFAULT_MAX_MESSAGE_BYTES, Session, new_message
 from mindstore.session_search import (
@@ -63,7 +62,7 @@ from mindstore.session_search import (
     format_session_search,
     session_search_tool,
 )
-from mindstore.store._checks import check_name, check_store, check_text
+from mindstore.store._checks import check_name, check_optional_text, check_store
 from mindstore.store.base import AUTO, NewMessage, SessionInfo, SessionKey, Store, _Sentinel
 from mindstore.tokens import Tokenizer
 from mindstore.tools import ToolSet
@@ -239,7 +238,7 @@ class SessionManager:
         return session
 
     def _key(self, session_id: str) -> SessionKey:
-        _check_session_id(session_id)
+        check_name(session_id, "session id")
         return SessionKey(namespace=self._namespace, session_id=session_id)
 
     async def create(
@@ -252,15 +251,15 @@ class SessionManager:
         metadata: Mapping[str, Any] | None = None,
     ) -> SessionInfo:
         """Create a session with a generated id (``ses_…``, time-ordered) and return it."""
-        _check_optional_str(name, "name")
+        check_optional_text(name, "name")
         if parent_session_id is not None:
-            _check_session_id(parent_session_id)
-        _check_optional_str(model, "model")
-        _check_optional_str(source, "source")
+            check_name(parent_session_id, "session id")
+        check_optional_text(model, "model")
+        check_optional_text(source, "source")
         if metadata is not None and not isinstance(metadata, Mapping):
             raise TypeError("metadata must be a JSON object (a dict) or None")
         return await self._store.create_session(
-            self._key(_new_session_id()),
+            self._key(new_session_id()),
             name=name,
             parent_session_id=parent_session_id,
             model=model,
@@ -282,7 +281,7 @@ class SessionManager:
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise ValueError("limit must be a positive integer")
         if before is not None:
-            _check_session_id(before)
+            check_name(before, "session id")
         return await self._store.list_sessions(
             self._namespace, limit=min(limit, MAX_LIST_LIMIT), before=before
         )
@@ -306,7 +305,7 @@ class SessionManager:
         Raises:
             SessionNotFoundError: no such session in this namespace.
         """
-        _check_optional_str(name, "name")
+        check_optional_text(name, "name")
         return await self._store.update_session(self._key(session_id), name=name)
 
     async def delete(self, session_id: str) -> bool:
@@ -458,10 +457,10 @@ class SessionManager:
             SessionNotFoundError: no such session in this namespace.
             MessageNotFoundError: ``at_message_id`` is not a message of the source session.
         """
-        _check_optional_str(name, "name")
+        check_optional_text(name, "name")
         validate_id(at_message_id, "at_message_id")
         src = self._key(session_id)
-        dst = self._key(_new_session_id())
+        dst = self._key(new_session_id())
         # The source's row is locked so path, overlays and skill state are read as one state.
         async with self._store.transaction(lock=[src]):
             info = await self._require(src)
@@ -541,9 +540,9 @@ class SessionManager:
         """
         if not isinstance(summary, str) or not summary.strip():
             raise ValueError("summary must be a non-empty string")
-        _check_optional_str(name, "name")
+        check_optional_text(name, "name")
         old_key = self._key(session_id)
-        new_key = self._key(_new_session_id())
+        new_key = self._key(new_session_id())
         session = self.session(new_key.session_id)
         item = new_message(
             {
@@ -645,7 +644,7 @@ class SessionManager:
         if session_ids is not None:
             ids = list(dict.fromkeys(session_ids))
             for sid in ids:
-                _check_session_id(sid)
+                check_name(sid, "session id")
             if not ids:
                 return []
         parsed = parse_query(query, match)
@@ -684,19 +683,3 @@ class SessionManager:
             info = await self.get(sid)
             out[sid] = None if info is None else info.name
         return out
-
-
-def _new_session_id() -> str:
-    return "ses_" + new_message_id().removeprefix("msg_")
-
-
-def _check_session_id(value: Any) -> None:
-    # The stores' own check (InvalidKeyError, also a ValueError), so every layer agrees.
-    check_name(value, "session id")
-
-
-def _check_optional_str(value: Any, field: str) -> None:
-    if value is not None and not isinstance(value, str):
-        raise TypeError(f"{field} must be a string or None, got {type(value).__name__}")
-    if value is not None:
-        check_text(value, field, InvalidKeyError)

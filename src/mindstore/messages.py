@@ -80,6 +80,11 @@ def new_message_id() -> str:
     return f"msg_{_base36(ms, 9)}{_base36(counter, 4)}{_base36(rand, 8)}"
 
 
+def new_session_id() -> str:
+    """A new time-ordered, unique session id (``ses_`` + the rest of a :func:`new_message_id`)."""
+    return "ses_" + new_message_id().removeprefix("msg_")
+
+
 def _base36(n: int, width: int) -> str:
     out = []
     for _ in range(width):

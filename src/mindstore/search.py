@@ -224,6 +224,19 @@ def _runs(seq: list[Unit]) -> list[list[Unit]]:
     return out
 
 
+_BLOBS: Final = re.compile(
+    r"data:[\w.+-]+/[\w.+-]+(?:;[^,;\s]*)*;base64,[A-Za-z0-9+/=]*"
+    r"|(?<![A-Za-z0-9+/])(?=[A-Za-z0-9]*[+/])[A-Za-z0-9+/]{256,}+={0,2}"
+)
+"""Inline media (``data:`` URLs) and base64 runs (256+ characters of its alphabet, ``+`` or
+``/`` among them): not words. Indexed, a screenshot in a tool output became tens of thousands
+of random keys. A long word of letters and digits alone stays findable (DESIGN §5.1)."""
+
+
+def _without_blobs(text: str) -> str:
+    return _BLOBS.sub(" ", text) if "data:" in text or len(text) >= 256 else text
+
+
 def _json(value: Any) -> str:
     if isinstance(value, str):
         return value
@@ -255,4 +268,7 @@ def index_text(message: Mapping[str, Any]) -> tuple[str, str]:
             if part.get("errorText"):
                 pieces.append(str(part["errorText"]))
             tools.append(" ".join(pieces))
-    return "\n".join(texts).replace("\x00", ""), "\n".join(tools).replace("\x00", "")
+    return (
+        _without_blobs("\n".join(texts).replace("\x00", "")),
+        _without_blobs("\n".join(tools).replace("\x00", "")),
+    )

@@ -30,8 +30,6 @@ message changes nothing; a store failure carries the id used, so a retry cannot 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from mindstore.changes import Status
@@ -67,6 +65,7 @@ from mindstore.store.base import (
     Store,
     _Sentinel,
 )
+from mindstore.store.types import MessageNode, RecentHistory
 from mindstore.tokens import Tokenizer, estimate_message_tokens
 from mindstore.tools import ToolSet
 from mindstore.vectors import DEFAULT_SEMANTIC_WEIGHT
@@ -97,26 +96,6 @@ def new_message(
         tokens=estimate_message_tokens([msg], tokenizer),
         content=content,
     )
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class MessageNode:
-    """A stored message with its place in the tree."""
-
-    message: dict[str, Any]
-    parent_id: str | None
-    created_at: datetime
-    seq: int
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class RecentHistory:
-    """The tail of a path within a budget; totals are over the whole path."""
-
-    messages: list[dict[str, Any]]
-    truncated: bool
-    total_tokens: int
-    total_bytes: int
 
 
 class Session:

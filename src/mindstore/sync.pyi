@@ -60,8 +60,6 @@ from mindstore.media.session_media import EvictionReport
 from mindstore.prompt import ContextBlock as ContextBlock
 from mindstore.search import ParsedQuery
 from mindstore.search import SearchResult as SearchResult
-from mindstore.session import MessageNode as MessageNode
-from mindstore.session import RecentHistory as RecentHistory
 from mindstore.store.base import Store as Store
 from mindstore.store.types import Compaction as Compaction
 from mindstore.store.types import (
@@ -76,6 +74,8 @@ from mindstore.store.types import (
     TokenEstimate,
     _Sentinel,
 )
+from mindstore.store.types import MessageNode as MessageNode
+from mindstore.store.types import RecentHistory as RecentHistory
 from mindstore.store.types import SessionInfo as SessionInfo
 from mindstore.tokens import Tokenizer as Tokenizer
 from mindstore.tools import Tool as Tool

@@ -288,6 +288,7 @@ SESSION_BUILDERS = {
     "on_compaction",
     "compact_after",
     "on_compaction_error",
+    "on_status",  # in-process callbacks, no I/O of their own (the feed is tested per namespace)
     "with_searchable_history",
     "with_blob_store",
     "with_media_eviction",

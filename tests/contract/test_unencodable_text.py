@@ -139,6 +139,20 @@ async def _enter(cm: Any) -> None:
 STORE_CALLS.append(("transaction lock", lambda s, b: _enter(s.transaction(lock=[sk(sid=b)])), KEY))
 
 
+async def _drain(changes: Any) -> None:
+    async for _ in changes:
+        pass
+
+
+# The change feed (issue 32): a namespace or session key that cannot be stored is refused.
+STORE_CALLS += [
+    ("changes namespace", lambda s, b: _drain(s.changes(b, follow=False)), KEY),
+    ("read_changes namespace", lambda s, b: s.read_changes(b), KEY),
+    ("latest_change_seq namespace", lambda s, b: s.latest_change_seq(b), KEY),
+    ("record_changes session", lambda s, b: s.record_changes(sk(sid=b), []), KEY),
+]
+
+
 async def _session_call(store: Store, bad: str, fn: Callable[[Session], Awaitable[Any]]) -> Any:
     return await fn(Session.create(store, "s", namespace="ns"))
 

@@ -126,3 +126,29 @@ def test_search_result_builder_makes_the_same_result() -> None:
     assert built == SearchResult(**dict(zip(names, values, strict=True)))
     with pytest.raises(AttributeError):
         built.text = "changed"  # type: ignore[misc]
+
+
+def test_inline_media_and_base64_runs_are_not_indexed() -> None:
+    """A screenshot in a tool output is bytes, not words (issue 32's 200 × 1 MB bench)."""
+    shot = "data:image/png;base64," + "iVBORw0KGgo+/" * 3000 + "=="
+    msg = {
+        "id": "t",
+        "role": "assistant",
+        "parts": [
+            {"type": "text", "text": f"see {shot} attached"},
+            {
+                "type": "tool-screenshot",
+                "toolCallId": "c1",
+                "state": "output-available",
+                "input": {"page": "home"},
+                "output": {"png": "QU+D/" * 200, "title": "Home page"},
+            },
+        ],
+    }
+    text, tool = index_text(msg)
+    assert text.split() == ["see", "attached"]
+    assert "QU+D" not in tool and "Home page" in tool and "home" in tool
+    short = {"id": "s", "role": "user", "parts": [{"type": "text", "text": "abc+/def=="}]}
+    assert index_text(short)[0] == "abc+/def=="  # short base64-looking text stays text
+    word = {"id": "w", "role": "user", "parts": [{"type": "text", "text": "x" * 3000}]}
+    assert index_text(word)[0] == "x" * 3000  # a long word of letters stays a word

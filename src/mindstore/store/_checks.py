@@ -21,6 +21,7 @@ __all__ = [
     "check_int",
     "check_key",
     "check_name",
+    "check_optional_text",
     "check_query",
     "check_scope",
     "check_session_fields",
@@ -245,3 +246,11 @@ def check_store(store: _S, what: str) -> _S:
             f"mindstore.PostgresStore.open(url)), got {type(store).__name__}"
         )
     return store
+
+
+def check_optional_text(value: Any, field: str) -> None:
+    """``value`` is None or a string a store can hold (TypeError / InvalidKeyError)."""
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{field} must be a string or None, got {type(value).__name__}")
+    if value is not None:
+        check_text(value, field, InvalidKeyError)

@@ -23,9 +23,11 @@ __all__ = [
     "Compaction",
     "Entry",
     "EntryHit",
+    "MessageNode",
     "NewMessage",
     "ParentSpec",
     "PathWindow",
+    "RecentHistory",
     "ScopeKey",
     "SessionInfo",
     "SessionKey",
@@ -198,3 +200,23 @@ class SessionInfo:
     created_at: datetime
     updated_at: datetime
     message_count: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MessageNode:
+    """A stored message with its place in the tree."""
+
+    message: dict[str, Any]
+    parent_id: str | None
+    created_at: datetime
+    seq: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RecentHistory:
+    """The tail of a path within a budget; totals are over the whole path."""
+
+    messages: list[dict[str, Any]]
+    truncated: bool
+    total_tokens: int
+    total_bytes: int

@@ -432,6 +432,8 @@ def rebuild(conn: sqlite3.Connection, progress: Callable[[int, int], None] | Non
         done += 1
         if progress is not None and done % 500 == 0:
             progress(done, total)
+    if progress is not None:  # every document counted: what follows is the index write
+        progress(done, total)
     flush(conn, force=True)
     if progress is not None:
         progress(done, total)
