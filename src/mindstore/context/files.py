@@ -40,6 +40,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mindstore._fs import open_filesystem
 from mindstore.context.frontmatter import (
     one_line,
     parse_front_matter,
@@ -47,7 +48,7 @@ from mindstore.context.frontmatter import (
     skill_listing,
 )
 from mindstore.context.keys import check_key, require_key
-from mindstore.errors import InvalidKeyError, MissingDependencyError
+from mindstore.errors import InvalidKeyError
 
 __all__ = ["FileSkillProvider"]
 
@@ -128,20 +129,9 @@ class FileSkillProvider:
     def _filesystem(self) -> tuple[Any, str]:
         with self._lock:
             if self._fs is None:
-                import fsspec  # type: ignore[import-untyped]
-
-                try:
-                    fs, path = fsspec.core.url_to_fs(self.root, **self.storage_options)
-                except ImportError as exc:
-                    protocol = self.root.split("://", 1)[0].lower() if "://" in self.root else ""
-                    if protocol in ("s3", "s3a"):
-                        raise MissingDependencyError("s3fs", "s3") from exc
-                    raise
-                base = str(path).rstrip("/")
+                fs, base, self._local = open_filesystem(self.root, self.storage_options)
                 if self.prefix:
                     base = f"{base}/{self.prefix}" if base else self.prefix
-                protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
-                self._local = "file" in protocols or "local" in protocols
                 self._fs, self._base = fs, base
             return self._fs, self._base
 

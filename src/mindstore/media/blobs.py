@@ -27,7 +27,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from mindstore.errors import MediaNotFoundError, MissingDependencyError, StoreError
+from mindstore._fs import open_filesystem
+from mindstore.errors import MediaNotFoundError, StoreError
 
 __all__ = ["BlobStore"]
 
@@ -63,18 +64,7 @@ class BlobStore:
     def _filesystem(self) -> tuple[Any, str]:
         with self._lock:
             if self._fs is None:
-                import fsspec  # type: ignore[import-untyped]
-
-                try:
-                    fs, path = fsspec.core.url_to_fs(self.url, **self.storage_options)
-                except ImportError as exc:
-                    protocol = self.url.split("://", 1)[0].lower() if "://" in self.url else ""
-                    if protocol in ("s3", "s3a"):
-                        raise MissingDependencyError("s3fs", "s3") from exc
-                    raise
-                protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
-                self._local = "file" in protocols or "local" in protocols
-                self._fs, self._base = fs, str(path).rstrip("/")
+                self._fs, self._base, self._local = open_filesystem(self.url, self.storage_options)
             return self._fs, self._base
 
     def path_of(self, digest: str) -> str:
