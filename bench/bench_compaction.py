@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from bench_stores import close_store, open_bench_store
 
 from mindstore.compaction.overlays import apply_overlays
 from mindstore.session import Session
@@ -120,34 +121,6 @@ async def history_times(a: Session, b: Session, repeats: int) -> tuple[float, fl
     return statistics.median(times[0]), statistics.median(times[1])
 
 
-async def open_store(backend: str, tmp: Path) -> tuple[Store, Any]:
-    if backend == "sqlite":
-        from mindstore.store.sqlite import SQLiteStore
-
-        return SQLiteStore(tmp / "bench.db"), None
-    url = os.environ.get("MINDSTORE_BENCH_POSTGRES_URL") or os.environ.get(
-        "MINDSTORE_TEST_POSTGRES_URL"
-    )
-    if not url:
-        sys.exit("set MINDSTORE_BENCH_POSTGRES_URL to benchmark PostgreSQL")
-    import uuid
-
-    from mindstore.store.postgres import PostgresStore
-
-    schema = f"mindstore_bench_{uuid.uuid4().hex[:12]}"
-    return await PostgresStore.open(url, schema=schema, min_size=1, max_size=4), (url, schema)
-
-
-async def close_store(store: Store, token: Any) -> None:
-    await store.aclose()
-    if token is not None:
-        import psycopg
-
-        url, schema = token
-        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-            await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-
-
 def row(name: str, small: float, big: float, target: float | None) -> str:
     ratio = big / small if small else float("inf")
     verdict = "" if target is None else ("ok" if ratio <= target else "OVER TARGET")
@@ -161,7 +134,7 @@ async def run(backend: str, quick: bool) -> int:
     repeats = 11 if quick else 31
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
-        store, token = await open_store(backend, Path(tmp))
+        store, token = await open_bench_store(backend, Path(tmp))
         try:
             print(f"backend: {backend}   path: {n:,} messages   {'quick' if quick else 'full'}")
             print(f"{'workload':<44} {'base ms':>10} {'test ms':>10} {'ratio':>8} {'target':>7}")

@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
-from typing import Any
+
+from bench_stores import close_store, open_bench_store
 
 from mindstore.session import Session
 from mindstore.store.base import NewMessage, Store
@@ -46,32 +44,6 @@ async def fill(store: Store, n: int) -> None:
             for i in range(lo, min(n, lo + 1000))
         ]
         await store.append(key, batch)
-
-
-async def open_bench_store(backend: str, tmp: Path) -> tuple[Store, Any]:
-    if backend == "sqlite":
-        from mindstore.store.sqlite import SQLiteStore
-
-        return SQLiteStore(tmp / "bench.db"), None
-    url = os.environ.get("MINDSTORE_BENCH_POSTGRES_URL") or os.environ.get(
-        "MINDSTORE_TEST_POSTGRES_URL"
-    )
-    if not url:
-        sys.exit("set MINDSTORE_BENCH_POSTGRES_URL to benchmark PostgreSQL")
-    from mindstore.store.postgres import PostgresStore
-
-    schema = f"mindstore_bench_{uuid.uuid4().hex[:12]}"
-    return await PostgresStore.open(url, schema=schema, min_size=1, max_size=4), (url, schema)
-
-
-async def close_store(store: Store, token: Any) -> None:
-    await store.aclose()
-    if token is not None:
-        import psycopg
-
-        url, schema = token
-        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-            await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 async def run(backend: str, n: int) -> None:

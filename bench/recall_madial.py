@@ -6,7 +6,7 @@ Run::
     .venv/bin/python bench/recall_madial.py --postgres # also PostgreSQL
 
 PostgreSQL is ``MINDSTORE_BENCH_POSTGRES_URL``, else ``MINDSTORE_TEST_POSTGRES_URL`` (a throw-away
-schema each run).
+schema each run, :mod:`bench_stores`).
 
 Data: ``../shared/madial/madial-dev.json`` (override with ``MINDSTORE_MADIAL``; evaluation-only,
 never copied into the repository), scored as its README says: one namespace per user, one
@@ -32,6 +32,8 @@ import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+from bench_stores import close_store, open_bench_store
 
 from mindstore.manager import SessionManager
 from mindstore.store.base import Store
@@ -161,30 +163,11 @@ async def run(backends: list[str], data: dict[str, Any]) -> None:
     for backend in backends:
         for lang in ("zh", "en"):
             with tempfile.TemporaryDirectory() as d:
-                if backend == "sqlite":
-                    from mindstore.store.sqlite import SQLiteStore
-
-                    store: Store = SQLiteStore(Path(d) / "madial.db")
-                    schema = None
-                else:
-                    from mindstore.store.postgres import PostgresStore
-
-                    url = os.environ.get("MINDSTORE_BENCH_POSTGRES_URL") or os.environ.get(
-                        "MINDSTORE_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
-                    )
-                    schema = f"madial_{os.getpid()}_{lang}"
-                    store = await PostgresStore.open(url, schema=schema)
+                store, token = await open_bench_store(backend, Path(d))
                 try:
                     r = await score(store, data[lang], lang)
                 finally:
-                    await store.aclose()
-                    if schema is not None:
-                        import psycopg
-
-                        async with await psycopg.AsyncConnection.connect(
-                            url, autocommit=True
-                        ) as conn:
-                            await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+                    await close_store(store, token)
             print(
                 f"| {backend} | {lang} | {r['queries']} | **{r['mindstore']:.3f}** | "
                 f"{r['plain']:.3f} | {r['empty']:.1%} | {r['median_ms']:.2f} ms |"
