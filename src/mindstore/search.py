@@ -229,8 +229,8 @@ _BLOBS: Final = re.compile(
     r"|(?<![A-Za-z0-9+/])(?=[A-Za-z0-9]*[+/])[A-Za-z0-9+/]{256,}+={0,2}"
 )
 """Inline media (``data:`` URLs) and base64 runs (256+ characters of its alphabet, ``+`` or
-``/`` among them): not words. Indexed, a screenshot in a tool output became tens of thousands
-of random keys. A long word of letters and digits alone stays findable (DESIGN §5.1)."""
+``/`` among them) are bytes, not words: they are never indexed, so a screenshot in a tool
+output adds no keys. A long word of letters and digits alone stays findable (DESIGN §5.1)."""
 
 
 def _without_blobs(text: str) -> str:

@@ -2,8 +2,8 @@
 
 A bar that only counts documents looks hung in the steps that count nothing: ``reindex``
 clears the old index before the first count and, on SQLite, writes the index it built after
-the last one (about 60 % of its run); ``embed`` loads the embedding model and embeds a whole
-batch before its first count (20–40 s with the default model). The store reports only counts
+the last one (most of its run; docs/benchmarks.md); ``embed`` loads the embedding model and
+embeds a whole batch before its first count. The store reports only counts
 (``progress(done, total)`` / ``progress(n)``), so these classes turn the counts into named
 phases — the step before the first count, the counting step, the step after the last count —
 and the bar pulses (no total) in the uncounted ones instead of standing still. Each returns a

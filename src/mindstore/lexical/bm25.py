@@ -344,7 +344,9 @@ class Ranking:
         scored = [*term_keys(query), *("\x00" + p for p in query.prefixes)]
         scores: dict[int, float] = {}
         own: set[int] = set()
-        held: defaultdict[int, int] = defaultdict(int)  # document -> query words in its own text
+        # with a short query: document -> how many of its words the document's own text holds
+        every = len(scored) if len(scored) <= COVERAGE_WORDS else 0
+        held: defaultdict[int, int] = defaultdict(int)
         partial = dfs or {}
         # Candidates outside `sids`/`docs` are never scored (each document's sum is still
         # taken in the same order, so the scores are those of scoring everything and
@@ -374,7 +376,8 @@ class Ranking:
                     scores[d] = get(d, 0.0) + idf * f * k1p / (f + norm0 + norm1 * dl_of[d])
                     if tf > 0:
                         own.add(d)
-                        held[d] += 1
+                        if every:
+                            held[d] += 1
         if required:
             for name in required:
                 postings = terms.get(name, {})
@@ -386,12 +389,11 @@ class Ranking:
             scores = {d: v + weighted(sid_of[d], 0.0) for d, v in scores.items()}
         # Tiers, each lifted above the best score below it so the order and the scores agree:
         # a hit on the message's own words ranks above every hit on its context alone, and
-        # with a short query, an own hit holding more of the query's words above one holding
-        # fewer (DESIGN 5.1: the message holding every word comes first).
-        every = len(scored) if len(scored) <= COVERAGE_WORDS else 0
+        # with a short query, an own hit holding every word of it above one holding fewer
+        # (DESIGN 5.1: the message holding every word comes first).
         tiers: dict[int, list[int]] = defaultdict(list)
         for d in scores:
-            tiers[(2 if held[d] == every else 1) if d in own else 0].append(d)
+            tiers[(2 if every and held.get(d) == every else 1) if d in own else 0].append(d)
         lift = 0.0
         for tier in sorted(tiers):
             docs_in = tiers[tier]
